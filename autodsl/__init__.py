@@ -1,0 +1,69 @@
+"""autodsl: differentiable expressions, a dependency-counted reverse-mode engine,
+a scripting language and a REPL.
+
+Every built-in of the language is a function of this module with the same name
+and keywords.
+"""
+from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd.trace import last_trace, trace
+from .backend import (DType, float32, float64, get_default_dtype, int64, set_default_dtype)
+from .backend import bool_ as bool  # noqa: A001  (the dtype, named as in PyTorch)
+from .creation import (arange, eye, full, linspace, ones, ones_like, rand, randn, seed, tensor,
+                       zeros, zeros_like)
+from .errors import (AutogradError, DeviceError, DSLError, DTypeError, IndexError_, NameError_,
+                     ParseError, RuntimeError_, ShapeError, TypeError_, ValueError_)
+from .functional import grad
+from .inspect import info
+from .ops import REGISTRY
+from .ops.compare import eq, ge, gt, le, logical_and, logical_not, logical_or, lt, ne
+from .ops.elementwise import (abs, add, clamp, clone, cos, div, exp, log, maximum, minimum, mul,  # noqa: A004
+                              neg, pow, relu, sigmoid, sign, sin, sqrt, sub, tan, tanh, where)
+from .ops.linalg import matmul
+from .ops.loss import cross_entropy, mse_loss, nll_loss
+from .ops.movement import (cat, expand, flatten, getitem, index_put, permute, reshape, squeeze,
+                           stack, transpose, unsqueeze, view)
+from .ops.reduce import (amax, amin, log_softmax, logsumexp, max, mean, min, norm, prod, softmax,  # noqa: A004
+                         std, sum, var)
+from .tensor import Tensor
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # Session pulls in the language (Lark); load it on first use so that
+    # `import autodsl` for the tensor API stays light.
+    if name == "Session":
+        from .session import Session
+        return Session
+    raise AttributeError(f"module 'autodsl' has no attribute {name!r}")
+
+
+__all__ = [
+    # tensors and creation
+    "Tensor", "tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "rand", "randn",
+    "arange", "linspace", "eye", "seed",
+    # dtypes
+    "DType", "float32", "float64", "int64", "bool", "get_default_dtype", "set_default_dtype",
+    # elementwise
+    "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "sin", "cos", "tan", "tanh",
+    "sigmoid", "relu", "abs", "sign", "clamp", "where", "maximum", "minimum", "clone",
+    # comparisons
+    "lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_not",
+    # reductions
+    "sum", "mean", "prod", "max", "min", "amax", "amin", "norm", "var", "std", "logsumexp",
+    "softmax", "log_softmax",
+    # shapes and indexing
+    "reshape", "view", "transpose", "permute", "unsqueeze", "squeeze", "expand", "cat", "stack",
+    "flatten", "getitem", "index_put",
+    # linear algebra and losses
+    "matmul", "mse_loss", "nll_loss", "cross_entropy",
+    # autograd
+    "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+    # seeing what happens
+    "info", "trace", "last_trace",
+    # embedding
+    "Session", "REGISTRY",
+    # errors
+    "DSLError", "ParseError", "NameError_", "ShapeError", "DTypeError", "DeviceError",
+    "AutogradError", "ValueError_", "TypeError_", "IndexError_", "RuntimeError_",
+]

@@ -1,0 +1,7 @@
+"""``python -m autodsl``: the command line (see autodsl.cli)."""
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,326 @@
+"""The dependency-counted reverse-mode engine (PyTorch's engine, OneFlow's GraphTask).
+
+The engine knows nodes, edges and gradient tensors; nothing of ops or of the
+language. Op-specific work (formulas, saved values) lives in the nodes.
+"""
+from __future__ import annotations
+
+import heapq
+
+from ..errors import AutogradError, ShapeError
+from . import grad_mode
+from . import trace as _trace
+from .node import AccumulateGrad
+
+__all__ = ["backward", "grad", "GraphTask"]
+
+
+def _tensor_cls():
+    from ..tensor import Tensor  # noqa: PLC0415  (tensor imports autograd, not the reverse at load time)
+    return Tensor
+
+
+def _root_node(t):
+    return t.grad_fn if t.grad_fn is not None else t._accumulate_node()
+
+
+def _make_seeds(tensors, grad_tensors, what: str):
+    """Check the roots and build one seed gradient per root."""
+    from ..tensor import as_tensor  # noqa: PLC0415
+    Tensor = _tensor_cls()
+    if isinstance(tensors, Tensor):
+        tensors = [tensors]
+    tensors = list(tensors)
+    if grad_tensors is None:
+        grad_tensors = [None] * len(tensors)
+    elif isinstance(grad_tensors, Tensor):
+        grad_tensors = [grad_tensors]
+    grad_tensors = list(grad_tensors)
+    if len(grad_tensors) != len(tensors):
+        raise AutogradError(f"{what} got {len(tensors)} outputs but {len(grad_tensors)} gradients; "
+                            "give one gradient per output")
+    seeds = []
+    for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
+        if not isinstance(t, Tensor):
+            raise AutogradError(f"{what} needs tensors as outputs, got {type(t).__name__}")
+        if not t.requires_grad:
+            raise AutogradError(
+                f"{what}: output {i} does not require grad and has no grad_fn, so there is nothing "
+                "to differentiate; make an input with requires_grad=true before computing it "
+                "(and not inside no_grad)")
+        if g is None:
+            if t._data.size != 1:
+                raise AutogradError(
+                    f"{what} on a non-scalar tensor (shape {t.shape}) needs a gradient of that shape, "
+                    f"e.g. y.backward(ones({', '.join(map(str, t.shape))})), or reduce it first with .sum()")
+            g = Tensor(_ones_like(t), _device=t.device)
+        else:
+            g = as_tensor(g, like=t)
+            if g.shape != t.shape:
+                raise ShapeError(f"{what}: the gradient has shape {g.shape} but the output has shape "
+                                 f"{t.shape}; pass a gradient of the output's shape")
+            if g.dtype is not t.dtype:
+                g = g.to(dtype=t.dtype)
+        seeds.append((_root_node(t), g))
+    return seeds
+
+
+def _ones_like(t):
+    from .. import backend  # noqa: PLC0415
+    return backend.xp(t.device).ones(t._data.shape, dtype=t._data.dtype)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate the gradients of ``tensors`` into ``.grad`` of the leaves they depend on.
+
+    See ``Tensor.backward`` for the arguments and errors. All or nothing:
+    when it raises, no ``.grad`` has changed.
+    """
+    if retain_graph is None:
+        retain_graph = create_graph
+    seeds = _make_seeds(tensors, grad_tensors, "backward()")
+    targets = None
+    if inputs is not None:
+        Tensor = _tensor_cls()
+        inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+        if not inputs:
+            raise AutogradError("backward(inputs=...) got an empty list; leave inputs out to reach every leaf")
+        targets = {}
+        for t in inputs:
+            if not t.requires_grad:
+                raise AutogradError("backward(inputs=...): one of the inputs does not require grad")
+            targets[_root_node(t)] = t
+    task = GraphTask(seeds, retain_graph, create_graph, targets=targets, accumulate=True)
+    task.run()
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False):
+    """Gradients of ``outputs`` with respect to each of ``inputs``; ``.grad`` is untouched.
+
+    Returns a list with one Tensor (or None, with ``allow_unused=true``) per
+    input, each of that input's shape. Raises AutogradError when an input does
+    not require grad, or does not reach the outputs and ``allow_unused`` is false.
+    """
+    if retain_graph is None:
+        retain_graph = create_graph
+    Tensor = _tensor_cls()
+    single = isinstance(inputs, Tensor)
+    inputs = [inputs] if single else list(inputs)
+    if not inputs:
+        raise AutogradError("grad() needs at least one input to differentiate with respect to")
+    seeds = _make_seeds(outputs, grad_outputs, "grad()")
+    targets = {}
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise AutogradError(f"grad(): input {i} is a {type(t).__name__}, not a tensor")
+        if not t.requires_grad:
+            raise AutogradError(f"grad(): input {i} does not require grad, so it has no gradient; "
+                                "create it with requires_grad=true")
+        targets.setdefault(_root_node(t), t)
+    task = GraphTask(seeds, retain_graph, create_graph, targets=targets, accumulate=False)
+    captured = task.run()
+    result = []
+    for i, t in enumerate(inputs):
+        g = captured.get(_root_node(t))
+        if g is None:
+            if not allow_unused:
+                raise AutogradError(
+                    f"grad(): input {i} (shape {t.shape}) was not used to compute the outputs, so it has "
+                    "no gradient; pass allow_unused=true to get none for it")
+        elif not create_graph and g.requires_grad:
+            g = g.detach()
+        result.append(g)
+    return result
+
+
+# Note [why counting]
+# The recursive form everybody writes first,
+#     def backprop(node, g):
+#         for child, cg in zip(node.next_edges, node.apply(g)): backprop(child, cg)
+# runs a node once per path that reaches it (exponential on a diamond ladder),
+# applies a node before all its incoming gradients are summed (wrong for any
+# node whose backward is not linear in g, and wrong for .grad hooks), and dies
+# at the interpreter's recursion limit on a long chain. Instead we count, for
+# every node reachable from the roots, how many edges point at it; a node runs
+# once, when its count reaches zero, on the sum of everything sent to it. The
+# ready set is a heap on -seq_nr (the node made last runs first), which is a
+# valid topological order and makes the run deterministic. Work is O(V + E).
+
+class GraphTask:
+    """The state of one backward call: dependency counts, gradient buffers, results.
+
+    ``seeds``: (root node, gradient) pairs. ``targets``: node -> tensor for
+    ``grad()``/``backward(inputs=...)``; the graph is pruned to what reaches
+    them, and gradients arriving there are captured. ``accumulate``: write
+    ``.grad`` (backward) or only capture (grad()).
+    """
+
+    def __init__(self, seeds, retain_graph: bool, create_graph: bool, targets=None, accumulate=True):
+        self.seeds = seeds
+        self.retain_graph = retain_graph
+        self.create_graph = create_graph
+        self.targets = targets
+        self.accumulate = accumulate
+        self.recorder = _trace.new_recorder()
+
+    def _dependencies(self):
+        deps = {}
+        stack = [node for node, _ in self.seeds]
+        seen = set(stack)
+        order = []
+        while stack:
+            node = stack.pop()
+            order.append(node)
+            for nxt in node.next_edges:
+                if nxt is not None:
+                    deps[nxt] = deps.get(nxt, 0) + 1
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        stack.append(nxt)
+        return deps, order
+
+    def _needed(self, deps, order):
+        """Nodes that must run because a target lies below them (OneFlow's need_execute)."""
+        # Kahn's order from the roots; then a reverse sweep marks ancestors of targets.
+        remaining = dict(deps)
+        topo = []
+        stack = [n for n in dict.fromkeys(node for node, _ in self.seeds) if remaining.get(n, 0) == 0]
+        while stack:
+            node = stack.pop()
+            topo.append(node)
+            for nxt in node.next_edges:
+                if nxt is not None:
+                    remaining[nxt] -= 1
+                    if remaining[nxt] == 0:
+                        stack.append(nxt)
+        targets = self.targets
+        needed = set()
+        for node in reversed(topo):
+            if any(n in needed or n in targets for n in node.next_edges if n is not None):
+                needed.add(node)
+        return needed
+
+    def run(self):
+        """Run the backward pass; returns the captured gradients (node -> Tensor)."""
+        deps, order = self._dependencies()
+        needed = self._needed(deps, order) if self.targets is not None else None
+        rec = self.recorder
+        if rec is not None:
+            rec.start(dict(deps), self.create_graph)
+        buffers = {}
+        heap = []
+        tick = 0
+        for node, g in self.seeds:
+            prev = buffers.get(node)
+            buffers[node] = g if prev is None else _add(prev, g, self.create_graph)
+        for node in dict.fromkeys(node for node, _ in self.seeds):
+            if deps.get(node, 0) == 0:
+                heapq.heappush(heap, (-node.seq_nr, tick, node))
+                tick += 1
+
+        captured = {}
+        staged = []       # (tensor, gradient) written into .grad only when the whole pass succeeded
+        ran = []
+        targets = self.targets
+        create_graph = self.create_graph
+        with grad_mode.set_grad_enabled(create_graph):
+            while heap:
+                node = heapq.heappop(heap)[2]
+                g = buffers.pop(node, None)
+                outs = None
+                if g is not None:
+                    is_acc = isinstance(node, AccumulateGrad)
+                    if targets is not None and node in targets:
+                        if self.accumulate:
+                            staged.append((targets[node], g))
+                            if rec is not None:
+                                rec.accumulate(node, targets[node], g)
+                        else:
+                            captured[node] = g
+                    elif is_acc and targets is None:
+                        staged.append((node.variable, g))
+                        if rec is not None:
+                            rec.accumulate(node, node.variable, g)
+                    if not is_acc and (needed is None or node in needed):
+                        if node._retained and targets is None and self.accumulate:
+                            for t in node._retained:
+                                staged.append((t, g))
+                        outs = self._validate(node, node.apply(g))
+                        ran.append(node)
+                        if rec is not None:
+                            rec.step(node, g, outs)
+                for i, nxt in enumerate(node.next_edges):
+                    if nxt is None:
+                        continue
+                    if outs is not None:
+                        og = outs[i]
+                        if og is not None:
+                            prev = buffers.get(nxt)
+                            buffers[nxt] = og if prev is None else _add(prev, og, create_graph)
+                    d = deps[nxt] - 1
+                    deps[nxt] = d
+                    if d == 0:
+                        heapq.heappush(heap, (-nxt.seq_nr, tick, nxt))
+                        tick += 1
+
+        # Commit: only now do .grad fields change, so a failed pass changes none.
+        for t, g in staged:
+            _accumulate_into(t, g, create_graph)
+        if not self.retain_graph:
+            for node in ran:
+                node.release()
+        if rec is not None:
+            rec.finish(staged)
+        return captured
+
+    @staticmethod
+    def _validate(node, outs):
+        """Reduce broadcast gradients to each input's shape and check dtype (PyTorch's validate_outputs)."""
+        if not isinstance(outs, tuple):
+            outs = tuple(outs) if isinstance(outs, list) else (outs,)
+        n = len(node.next_edges)
+        if len(outs) != n:
+            raise AutogradError(f"internal error: {node.name} returned {len(outs)} gradients for {n} inputs")
+        fixed = None
+        for i, og in enumerate(outs):
+            if og is None or node.next_edges[i] is None:
+                continue
+            shape = node.input_shapes[i]
+            if og._data.shape != shape:
+                from ..ops.registry import sum_to  # noqa: PLC0415
+                try:
+                    og = sum_to(og, shape)
+                except Exception as e:  # noqa: BLE001
+                    raise AutogradError(
+                        f"{node.name} produced a gradient of shape {og.shape} for its input {i}, "
+                        f"which has shape {shape}, and it cannot be reduced to it") from e
+                fixed = fixed or list(outs)
+                fixed[i] = og
+            dt = node.input_dtypes[i]
+            if og.dtype is not dt and dt.is_floating:
+                fixed = fixed or list(outs)
+                fixed[i] = og.to(dtype=dt)
+        return tuple(fixed) if fixed else outs
+
+
+def _add(a, b, create_graph):
+    if create_graph:
+        return a + b
+    Tensor = _tensor_cls()
+    return Tensor(a._data + b._data, _device=a.device)
+
+
+def _accumulate_into(t, g, create_graph):
+    """AccumulateGrad: own a fresh buffer the first time, then add (in place unless create_graph)."""
+    Tensor = _tensor_cls()
+    old = t._grad
+    if create_graph:
+        t._grad = g if old is None else old + g
+        return
+    if old is None:
+        t._grad = Tensor(g._data.copy(), _device=g.device)
+    elif old.requires_grad:
+        t._grad = Tensor(old._data + g._data, _device=g.device)
+    else:
+        old._data += g._data
+        old._version[0] += 1

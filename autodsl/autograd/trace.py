@@ -1,0 +1,186 @@
+"""The step-by-step backward trace: plain records from the engine, text for people.
+
+The engine asks ``new_recorder()`` for a recorder at the start of each
+backward; it gets None (and records nothing) unless tracing is on or a sink
+(a Session) wants the trace. Records hold node names, dependency counts and
+gradient tensors; the text is built only when the trace is printed.
+"""
+from __future__ import annotations
+
+import contextlib
+from contextvars import ContextVar
+
+import numpy as np
+
+__all__ = ["Trace", "Step", "trace", "tracing", "is_trace_enabled", "set_trace_enabled",
+           "last_trace", "new_recorder"]
+
+_enabled: ContextVar[bool] = ContextVar("autodsl_trace_enabled", default=False)
+_sink: ContextVar = ContextVar("autodsl_trace_sink", default=None)
+_last = [None]
+
+
+def is_trace_enabled() -> bool:
+    """True when every backward prints its trace."""
+    return _enabled.get()
+
+
+def set_trace_enabled(flag: bool) -> None:
+    _enabled.set(bool(flag))
+
+
+def trace(enabled: bool = True) -> None:
+    """Turn the backward trace on or off: when on, each backward prints, step by step,
+    every node run, its dependency count, the gradient in, what it sends to each next
+    node, and each leaf's accumulated ``.grad``.
+
+    Example (language)::
+
+        trace(true); y.backward(); trace(false)
+    """
+    set_trace_enabled(enabled)
+
+
+def last_trace():
+    """The Trace of the most recent traced backward in this process, or None."""
+    return _last[0]
+
+
+@contextlib.contextmanager
+def tracing(enabled: bool, sink=None):
+    """Scope the trace flag and a sink ``sink(trace)`` called after every backward."""
+    t1 = _enabled.set(bool(enabled))
+    t2 = _sink.set(sink)
+    try:
+        yield
+    finally:
+        _sink.reset(t2)
+        _enabled.reset(t1)
+
+
+def new_recorder():
+    if _enabled.get() or _sink.get() is not None:
+        return Recorder()
+    return None
+
+
+class Step:
+    """One node run: ``kind`` is "node" or "leaf"."""
+
+    __slots__ = ("kind", "node", "deps", "grad_in", "sends", "leaf", "grad_after")
+
+    def __init__(self, kind, node, deps, grad_in, sends=(), leaf=None):
+        self.kind = kind
+        self.node = node
+        self.deps = deps
+        self.grad_in = grad_in
+        self.sends = sends
+        self.leaf = leaf
+        self.grad_after = None
+
+
+class Recorder:
+    __slots__ = ("deps", "steps", "create_graph")
+
+    def start(self, deps, create_graph):
+        self.deps = deps
+        self.steps = []
+        self.create_graph = create_graph
+
+    def step(self, node, g, outs):
+        sends = tuple((nxt, og) for nxt, og in zip(node.next_edges, outs) if nxt is not None)
+        self.steps.append(Step("node", node, self.deps.get(node, 0), _snap(g), tuple(
+            (nxt, None if og is None else _snap(og)) for nxt, og in sends)))
+
+    def accumulate(self, node, tensor, g):
+        self.steps.append(Step("leaf", node, self.deps.get(node, 0), _snap(g), leaf=tensor))
+
+    def finish(self, staged):
+        from ..tensor import Tensor  # noqa: PLC0415,F401
+        for st in self.steps:
+            if st.kind == "leaf":
+                gr = st.leaf._grad
+                st.grad_after = None if gr is None else _snap(gr)
+        tr = Trace(self.steps, self.create_graph)
+        _last[0] = tr
+        sink = _sink.get()
+        if sink is not None:
+            sink(tr)
+        if _enabled.get():
+            print(tr.format(), flush=True)
+
+
+def _snap(t):
+    from .. import backend  # noqa: PLC0415
+    return np.array(backend.to_host(t._data), copy=True)
+
+
+class Trace:
+    """The record of one backward pass; ``str()`` gives the text a student reads.
+
+    ``steps``: the nodes in the order they ran. ``names``: optional
+    ``{id(tensor): "w1"}`` so that leaves are shown by their variable names.
+    """
+
+    def __init__(self, steps, create_graph=False):
+        self.steps = steps
+        self.create_graph = create_graph
+        self.names = {}
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def node_names(self) -> list:
+        """The name of each node run, in order (``AccumulateGrad`` for leaves)."""
+        return [s.node.name for s in self.steps]
+
+    def _labels(self):
+        labels = {}
+        counts = {}
+        for st in self.steps:
+            for n in [st.node] + [nx for nx, _ in st.sends]:
+                if n in labels:
+                    continue
+                labels[n] = self._label(n, counts)
+        return labels
+
+    def _label(self, node, counts):
+        from .node import AccumulateGrad  # noqa: PLC0415
+        if isinstance(node, AccumulateGrad):
+            nm = self.names.get(id(node.variable))
+            return f"AccumulateGrad({nm})" if nm else f"AccumulateGrad(leaf {_shape(node.variable.shape)})"
+        k = counts.get(node.name, 0) + 1
+        counts[node.name] = k
+        return f"{node.name}#{k}"
+
+    def format(self) -> str:
+        from ..display import format_array  # noqa: PLC0415
+        labels = self._labels()
+        lines = [f"backward trace: {len(self.steps)} steps"
+                 + (" (create_graph: the gradients are themselves differentiable)" if self.create_graph else "")]
+        width = len(str(len(self.steps)))
+        pad = " " * (width + 8)
+        for i, st in enumerate(self.steps, 1):
+            pos = st.node.pos
+            at = f"  [line {pos[1]}:{pos[2]}]" if pos else ""
+            lines.append(f"step {i:>{width}}  {labels[st.node]}{at}  (waited for {st.deps} "
+                         f"incoming gradient{'s' if st.deps != 1 else ''})")
+            lines.append(f"{pad}grad in: {format_array(st.grad_in)}")
+            if st.kind == "leaf":
+                nm = self.names.get(id(st.leaf)) or "leaf"
+                after = "none" if st.grad_after is None else format_array(st.grad_after)
+                lines.append(f"{pad}{nm}.grad = {after}")
+            else:
+                for nxt, og in st.sends:
+                    val = "nothing" if og is None else format_array(og)
+                    lines.append(f"{pad}-> {labels[nxt]}: {val}")
+        return "\n".join(lines)
+
+    __str__ = format
+
+    def __repr__(self) -> str:
+        return f"<Trace of {len(self.steps)} steps>"
+
+
+def _shape(shape):
+    return "scalar" if shape == () else "x".join(map(str, shape))

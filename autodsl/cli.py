@@ -1,0 +1,168 @@
+"""The ``autodsl`` command: REPL, script files, or ``-c SOURCE``.
+
+Exit status: 0 on success, 1 when a script fails (stderr shows
+``file:line:col: message``, the line and a caret), 2 on bad command-line
+usage (including a script file that cannot be read), 130 on Ctrl-C. No Python
+traceback is ever shown: anything unexpected is one ``internal error`` line.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["main", "build_parser"]
+
+
+def _version() -> str:
+    try:
+        import autodsl
+        v = getattr(autodsl, "__version__", None)
+        if v:
+            return v
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        from importlib.metadata import version
+        return version("autodsl")
+    except Exception:  # noqa: BLE001
+        return "0.1.0"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="autodsl",
+        description="A REPL and scripting language for differentiable expressions. "
+                    "With no FILE and no -c, starts the REPL (or runs standard input "
+                    "when it is not a terminal).")
+    p.add_argument("files", nargs="*", metavar="FILE.ad", help="script files to run, in order, in one session")
+    p.add_argument("-c", dest="source", metavar="SOURCE", help="run SOURCE as a script")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="default device (default: cpu)")
+    p.add_argument("--dtype", choices=["float32", "float64"], default=None,
+                   help="default floating dtype (default: float64)")
+    p.add_argument("--trace", action="store_true", help="print a step-by-step trace of every backward")
+    p.add_argument("--version", action="version", version=f"autodsl {_version()}")
+    return p
+
+
+def _flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _read(path: str, parser: argparse.ArgumentParser) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        parser.error(f"cannot open {path}: no such file")
+    except IsADirectoryError:
+        parser.error(f"cannot open {path}: it is a directory")
+    except PermissionError:
+        parser.error(f"cannot open {path}: permission denied")
+    except UnicodeDecodeError:
+        parser.error(f"cannot read {path}: it is not UTF-8 text")
+    except OSError as e:
+        parser.error(f"cannot open {path}: {e.strerror or e}")
+    raise AssertionError("unreachable")
+
+
+def _run_sources(session, sources: list[tuple[str, str]]) -> int:
+    from .errors import DSLError
+    try:
+        # parse every file first: a syntax error anywhere runs nothing
+        programs = [session.parse(text, name) for name, text in sources]
+        for program in programs:
+            session.run(program)
+    except DSLError as e:
+        _flush_stdout()
+        sys.stderr.write(e.render() + "\n")
+        return 1
+    return 0
+
+
+def _fallback_repl(session) -> int:  # pragma: no cover - used only when autodsl.repl is missing
+    from .errors import DSLError
+    from .lang.parser import is_incomplete
+    buf = ""
+    while True:
+        try:
+            line = input("... " if buf else ">>> ")
+        except EOFError:
+            print()
+            return 0
+        except KeyboardInterrupt:
+            print()
+            buf = ""
+            continue
+        buf += line + "\n"
+        if is_incomplete(buf):
+            continue
+        src, buf = buf, ""
+        try:
+            session.run(src, "<input>")
+        except DSLError as e:
+            print(e.render(), file=sys.stderr)
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+
+
+def _main(argv) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.source is not None and args.files:
+        parser.error("give either -c SOURCE or script files, not both")
+    sources: list[tuple[str, str]] = []
+    if args.source is not None:
+        sources.append(("<string>", args.source))
+    for path in args.files:
+        sources.append((path, _read(path, parser)))
+
+    from .errors import DSLError
+    from .session import Session
+    try:
+        session = Session(device=args.device, dtype=args.dtype, trace=args.trace)
+    except DSLError as e:
+        sys.stderr.write(f"autodsl: {e.render()}\n")
+        return 1
+
+    if sources:
+        return _run_sources(session, sources)
+    if sys.stdin is not None and not sys.stdin.isatty():
+        return _run_sources(session, [("<stdin>", sys.stdin.read())])
+    try:
+        from . import repl
+    except ImportError:
+        repl = None
+    if repl is not None and hasattr(repl, "main"):
+        rc = repl.main(session)
+        return int(rc or 0)
+    return _fallback_repl(session)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``autodsl`` command; returns the exit status."""
+    try:
+        return _main(argv)
+    except SystemExit as e:  # argparse: --help, --version, usage errors (2)
+        code = e.code
+        return code if isinstance(code, int) else (0 if code is None else 2)
+    except KeyboardInterrupt:
+        _flush_stdout()
+        sys.stderr.write("autodsl: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        try:
+            sys.stdout = None  # silence the flush at exit
+        except Exception:  # noqa: BLE001
+            pass
+        return 1
+    except RecursionError:
+        sys.stderr.write("autodsl: internal error: nesting too deep\n")
+        return 1
+    except Exception as e:  # noqa: BLE001 - never a traceback
+        _flush_stdout()
+        msg = str(e).splitlines()[0] if str(e) else ""
+        sys.stderr.write(f"autodsl: internal error: {type(e).__name__}: {msg}\n")
+        return 1

@@ -1,0 +1,189 @@
+"""Making tensors: tensor, zeros, ones, full, rand, randn, arange, linspace, eye, seed.
+
+Every function takes ``dtype=`` (float64 by default for real numbers, or the
+session's default), ``device=`` ("cpu" or "cuda") and ``requires_grad=``.
+"""
+from __future__ import annotations
+
+from . import backend
+from .backend import seed
+from .errors import DTypeError, ShapeError, TypeError_, ValueError_
+from .tensor import Tensor
+
+__all__ = ["tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "rand", "randn",
+           "arange", "linspace", "eye", "seed"]
+
+
+def _dtype(dtype):
+    return backend.get_default_dtype() if dtype is None else backend.as_dtype(dtype)
+
+
+def _finish(arr, device, requires_grad):
+    return Tensor(arr, requires_grad=requires_grad, _device=device)
+
+
+def _size(size):
+    if len(size) == 1 and isinstance(size[0], (list, tuple)):
+        size = tuple(size[0])
+    out = []
+    for n in size:
+        if isinstance(n, Tensor):
+            n = n.item()
+        if isinstance(n, bool) or not float(n).is_integer() or n < 0:
+            raise ShapeError(f"a size must be a non-negative integer, not {n!r}")
+        out.append(int(n))
+    return tuple(out)
+
+
+def _flatten_check(data):
+    """Reject ragged lists with a clear message; return True if any element is a float."""
+    stack = [data]
+    has_float = False
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (list, tuple)):
+            lens = {len(x) if isinstance(x, (list, tuple)) else -1 for x in v}
+            if len(lens) > 1:
+                raise ShapeError("the nested lists have different lengths (a ragged list); "
+                                 "every row must have the same number of elements")
+            stack.extend(v)
+        elif isinstance(v, Tensor):
+            if v.ndim:
+                raise TypeError_("tensor(...) takes numbers or nested lists of numbers; "
+                                 "use stack([...]) to combine tensors")
+            has_float = has_float or v.dtype.is_floating
+        elif isinstance(v, bool):
+            continue
+        elif isinstance(v, int):
+            continue
+        elif isinstance(v, float):
+            has_float = True
+        else:
+            raise TypeError_(f"tensor(...) takes numbers or nested lists of numbers, not {type(v).__name__}")
+    return has_float
+
+
+def tensor(data, requires_grad=False, dtype=None, device=None):
+    """A new leaf tensor from a number or nested lists (copied).
+
+    Number literals give the default float dtype (float64) unless ``dtype`` is
+    given: ``tensor([1, 2])`` is float64, ``tensor([1, 2], dtype=int64)`` is
+    int64, ``tensor([true, false])`` is bool. Raises DTypeError if an integer
+    or bool tensor is asked to require grad, ShapeError for ragged lists.
+
+    Example: ``w = tensor([[1.0, 2.0]], requires_grad=true)``
+    """
+    device = backend.check_device(device)
+    if isinstance(data, Tensor):
+        arr = backend.to_host(data._data)
+        dt = data.dtype if dtype is None else backend.as_dtype(dtype)
+        return _finish(backend.asarray(arr, dt, device).copy(), device, requires_grad)
+    _flatten_check(data)
+    if dtype is None:
+        probe = backend.asarray(_plain(data), None, "cpu")
+        dt = backend.bool_ if probe.dtype.kind == "b" else backend.get_default_dtype()
+    else:
+        dt = backend.as_dtype(dtype)
+    try:
+        arr = backend.asarray(_plain(data), dt, device)
+    except (ValueError, OverflowError) as e:
+        raise ValueError_(f"cannot make a {dt.name} tensor from this data: {e}") from None
+    return _finish(arr, device, requires_grad)
+
+
+def _plain(data):
+    if isinstance(data, Tensor):
+        return data.item()
+    if isinstance(data, (list, tuple)):
+        return [_plain(x) for x in data]
+    return data
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of zeros of shape ``size``. Example: ``zeros(2, 3)``"""
+    device = backend.check_device(device)
+    return _finish(backend.xp(device).zeros(_size(size), dtype=_dtype(dtype).np), device, requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of ones of shape ``size``. Example: ``ones(3)``"""
+    device = backend.check_device(device)
+    return _finish(backend.xp(device).ones(_size(size), dtype=_dtype(dtype).np), device, requires_grad)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    """A tensor of shape ``size`` filled with ``fill_value``. Example: ``full([2, 2], 7.0)``"""
+    device = backend.check_device(device)
+    if not isinstance(size, (list, tuple)):
+        size = [size]
+    dt = _dtype(dtype)
+    return _finish(backend.xp(device).full(_size(size), fill_value, dtype=dt.np), device, requires_grad)
+
+
+def zeros_like(input, dtype=None, requires_grad=False):
+    """Zeros with the shape, dtype and device of ``input``. Example: ``zeros_like(x)``"""
+    return zeros(*input.shape, dtype=dtype or input.dtype, device=input.device, requires_grad=requires_grad)
+
+
+def ones_like(input, dtype=None, requires_grad=False):
+    """Ones with the shape, dtype and device of ``input``. Example: ``ones_like(x)``"""
+    return ones(*input.shape, dtype=dtype or input.dtype, device=input.device, requires_grad=requires_grad)
+
+
+def rand(*size, dtype=None, device=None, requires_grad=False):
+    """Uniform random numbers in [0, 1) of shape ``size`` (see ``seed``). Example: ``rand(2, 2)``"""
+    device = backend.check_device(device)
+    dt = _dtype(dtype)
+    _need_float(dt, "rand")
+    arr = backend.rng(device).random(_size(size)).astype(dt.np)
+    return _finish(arr, device, requires_grad)
+
+
+def randn(*size, dtype=None, device=None, requires_grad=False):
+    """Standard normal random numbers of shape ``size`` (see ``seed``). Example: ``randn(3)``"""
+    device = backend.check_device(device)
+    dt = _dtype(dtype)
+    _need_float(dt, "randn")
+    arr = backend.rng(device).standard_normal(_size(size)).astype(dt.np)
+    return _finish(arr, device, requires_grad)
+
+
+def _need_float(dt, name):
+    if not dt.is_floating:
+        raise DTypeError(f"{name} makes floating-point numbers; use dtype=float32 or float64")
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    """Evenly spaced values in [start, end) with ``step``; int64 when all arguments are
+    integers, else the default float dtype. Example: ``arange(5)``, ``arange(0, 1, 0.25)``
+    """
+    device = backend.check_device(device)
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise ValueError_("arange: step must not be 0")
+    if dtype is None:
+        ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end, step))
+        dt = backend.int64 if ints else backend.get_default_dtype()
+    else:
+        dt = backend.as_dtype(dtype)
+    arr = backend.xp(device).arange(start, end, step, dtype=dt.np)
+    return _finish(arr, device, requires_grad)
+
+
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    """``steps`` evenly spaced values from start to end, both included. Example: ``linspace(0, 1, 5)``"""
+    device = backend.check_device(device)
+    steps = int(steps)
+    if steps < 0:
+        raise ValueError_("linspace: steps must be non-negative")
+    arr = backend.xp(device).linspace(start, end, steps, dtype=_dtype(dtype).np)
+    return _finish(arr, device, requires_grad)
+
+
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    """The n x m identity matrix (m = n by default). Example: ``eye(3)``"""
+    device = backend.check_device(device)
+    arr = backend.xp(device).eye(int(n), None if m is None else int(m), dtype=_dtype(dtype).np)
+    return _finish(arr, device, requires_grad)
+

@@ -1,0 +1,128 @@
+"""Errors for people: every bad input becomes a DSLError subclass.
+
+Each error carries an optional source position (file, line, column, the
+source line) so that it can be rendered as ``file:line:col: message``, the
+source line, and a caret under the column. The position is attached where the
+error crosses the language boundary (the interpreter); Python users of the
+tensor API get the same classes without a position.
+
+This module imports nothing from autodsl.
+"""
+from __future__ import annotations
+
+__all__ = [
+    "DSLError", "ParseError", "NameError_", "ShapeError", "DTypeError",
+    "DeviceError", "AutogradError", "ValueError_", "TypeError_", "IndexError_",
+    "RuntimeError_",
+]
+
+
+class DSLError(Exception):
+    """Base of every autodsl error.
+
+    Attributes:
+        message: one or two sentences: what went wrong and what to do.
+        file: source file name (``"<input>"``, ``"<string>"``, a path) or None.
+        line, column: 1-based position in that source, or None.
+        source_line: the text of that line, or None.
+        end_column: 1-based column one past the end of the offending span, or None.
+    """
+
+    category = "error"
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
+                 column: int | None = None, source_line: str | None = None,
+                 end_column: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.line = line
+        self.column = column
+        self.source_line = source_line
+        self.end_column = end_column
+
+    def __str__(self) -> str:
+        return self.render()
+
+    @property
+    def has_position(self) -> bool:
+        return self.line is not None
+
+    def with_position(self, *, file=None, line=None, column=None, source_line=None,
+                      end_column=None) -> "DSLError":
+        """Attach a position unless one is already set; returns self."""
+        if self.line is None and line is not None:
+            self.file = file
+            self.line = line
+            self.column = column
+            self.source_line = source_line
+            self.end_column = end_column
+        return self
+
+    def render(self) -> str:
+        """``file:line:col: message``, then the source line and a caret run."""
+        if self.line is None:
+            return self.message
+        where = f"{self.file or '<input>'}:{self.line}:{self.column or 1}"
+        out = [f"{where}: {self.message}"]
+        if self.source_line is not None:
+            src = self.source_line.rstrip("\n")
+            col = max(1, self.column or 1)
+            width = 1
+            if self.end_column and self.end_column > col:
+                width = min(self.end_column - col, max(1, len(src) - col + 1))
+            # keep tabs so the caret lines up under tab-indented source
+            pad = "".join(ch if ch == "\t" else " " for ch in src[: col - 1])
+            out.append("    " + src)
+            out.append("    " + pad + "^" * width)
+        return "\n".join(out)
+
+
+class ParseError(DSLError):
+    """The source does not follow the grammar (syntax error)."""
+    category = "parse"
+
+
+class NameError_(DSLError):
+    """A name is not defined, or is not reachable from the language."""
+    category = "name"
+
+
+class ShapeError(DSLError):
+    """Shapes do not fit: broadcasting, matmul, reshape, cat, backward's gradient shape."""
+    category = "shape"
+
+
+class DTypeError(DSLError):
+    """A dtype is not allowed here (e.g. an integer tensor that requires grad)."""
+    category = "dtype"
+
+
+class DeviceError(DSLError):
+    """A device is unknown, unavailable, or devices are mixed in one op."""
+    category = "device"
+
+
+class AutogradError(DSLError):
+    """Backward cannot run: freed graph, in-place write, non-scalar root, ..."""
+    category = "autograd"
+
+
+class ValueError_(DSLError):
+    """An argument has the right type but a value that is not allowed."""
+    category = "value"
+
+
+class TypeError_(DSLError):
+    """An argument has the wrong type, or a call has a wrong or missing keyword."""
+    category = "type"
+
+
+class IndexError_(DSLError):
+    """An index is out of range or of a kind that cannot index a tensor."""
+    category = "index"
+
+
+class RuntimeError_(DSLError):
+    """Anything else that went wrong while running, including internal faults."""
+    category = "runtime"

@@ -1,0 +1,56 @@
+"""Looking at tensors: ``info(x)``."""
+from __future__ import annotations
+
+__all__ = ["info", "Info"]
+
+
+class Info:
+    """The autograd facts of one tensor; ``str()`` is a small table."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def __getitem__(self, key):
+        return dict(self.rows)[key]
+
+    def __str__(self) -> str:
+        width = max(len(k) for k, _ in self.rows)
+        return "\n".join(f"{k:<{width}}  {v}" for k, v in self.rows)
+
+    __repr__ = __str__
+
+
+def info(x) -> Info:
+    """shape, dtype, device, requires_grad, is_leaf, grad_fn, retains_grad, grad and
+    version of tensor ``x``. Example: ``info(w)``
+    """
+    from .display import format_array, format_value  # noqa: PLC0415
+    from .errors import TypeError_  # noqa: PLC0415
+    from .tensor import Tensor  # noqa: PLC0415
+    from . import backend  # noqa: PLC0415
+    if not isinstance(x, Tensor):
+        raise TypeError_(f"info() takes a tensor, not {type(x).__name__}")
+    g = x._grad
+    if g is None:
+        grad_text = "none" + ("  (a non-leaf: call retain_grad() before backward to keep it)"
+                              if x.grad_fn is not None and not x._retains_grad else "")
+    else:
+        grad_text = format_array(backend.to_host(g._data))
+        if g.grad_fn is not None:
+            grad_text += f"  (grad_fn=<{g.grad_fn.name}>)"
+    nexts = ""
+    if x.grad_fn is not None:
+        names = [n.name if n is not None else "none" for n in x.grad_fn.next_edges]
+        nexts = "  -> " + ", ".join(names) if names else ""
+    rows = [
+        ("shape", format_value(x.shape)),
+        ("dtype", x.dtype.name),
+        ("device", x.device),
+        ("requires_grad", format_value(x.requires_grad)),
+        ("is_leaf", format_value(x.is_leaf)),
+        ("grad_fn", (f"<{x.grad_fn.name}>" + nexts) if x.grad_fn is not None else "none"),
+        ("retains_grad", format_value(x._retains_grad)),
+        ("grad", grad_text.replace("\n", "\n" + " " * 15)),
+        ("version", str(x._version[0])),
+    ]
+    return Info(rows)

@@ -1,0 +1,88 @@
+"""The language's built-in names, built FROM autodsl's public functions.
+
+Every callable in ``autodsl.__all__`` that is not a class (``Tensor``,
+``Session``, ``no_grad``, the error classes) is a built-in of the same name,
+with the same keywords: the language cannot drift from the Python API.
+
+On top of those, the language defines exactly ``LANGUAGE_BUILTINS``:
+
+- ``print(a, b, ..., sep=" ", end="\\n")``: print values the way the REPL shows them
+  (strings without quotes) to the session's output.
+- ``range(stop)`` / ``range(start, stop, step=1)``: integers for `for` loops
+  (one-element integer tensors are accepted as bounds).
+- ``len(x)``: the size of a tensor's first dimension, or the length of a
+  shape, list or string.
+"""
+from __future__ import annotations
+
+import operator
+import sys
+from typing import Any, Callable
+
+from ..errors import TypeError_
+
+__all__ = ["LANGUAGE_BUILTINS", "core_functions", "make_builtins"]
+
+LANGUAGE_BUILTINS = frozenset({"print", "range", "len"})
+
+
+def core_functions() -> dict[str, Callable]:
+    """``{name: function}`` for every public function of autodsl (classes excluded)."""
+    import autodsl  # the package is fully imported by the time a Session exists
+    table = {}
+    for name in getattr(autodsl, "__all__", ()):
+        obj = getattr(autodsl, name, None)
+        if callable(obj) and not isinstance(obj, type) and not name.startswith("_"):
+            table[name] = obj
+    return table
+
+
+def _format(v) -> str:
+    try:
+        from ..display import format_value
+    except ImportError:  # pragma: no cover - display not available
+        return v if isinstance(v, str) else repr(v)
+    return format_value(v)
+
+
+def _as_int(v, what: str) -> int:
+    if isinstance(v, bool) or isinstance(v, float):
+        raise TypeError_(f"range() needs whole numbers, but the {what} is {v!r}")
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError_(f"range() needs whole numbers, but the {what} is not an integer") from None
+
+
+def make_builtins(get_out: Callable[[], Any] | None = None) -> dict[str, Callable]:
+    """The full built-ins table; ``get_out()`` gives the stream `print` writes to."""
+
+    def print_(*values, sep: str = " ", end: str = "\n") -> None:
+        """Print values, separated by `sep` (strings without quotes)."""
+        out = get_out() if get_out is not None else None
+        out = out if out is not None else sys.stdout
+        out.write(str(sep).join(_format(v) for v in values) + str(end))
+
+    def range_(start, stop=None, step=1):
+        """The integers start, start+step, ... below stop (like Python's range)."""
+        if stop is None:
+            start, stop = 0, start
+        return range(_as_int(start, "start"), _as_int(stop, "stop"), _as_int(step, "step"))
+
+    def len_(x) -> int:
+        """The length of a tensor's first dimension, a shape, a list or a string."""
+        from ..tensor import Tensor
+        if isinstance(x, Tensor):
+            if len(x.shape) == 0:
+                raise TypeError_("len() of a 0-d tensor (a single number) is not defined; use `x.shape`")
+            return x.shape[0]
+        if isinstance(x, (tuple, list, str, range)):
+            return len(x)
+        raise TypeError_("len() needs a tensor, a shape, a list or a string")
+
+    print_.__name__, range_.__name__, len_.__name__ = "print", "range", "len"
+    table = core_functions()
+    extra = {"print": print_, "range": range_, "len": len_}
+    assert set(extra) == LANGUAGE_BUILTINS
+    table.update(extra)
+    return table

@@ -1,0 +1,739 @@
+"""Evaluates the AST: binding, scopes, control flow and nothing else.
+
+The interpreter is a thin skin over the Python API (DESIGN §5): `a + b` is
+Python's `+` on autodsl Tensors (their dunders do the work), `a ^ b` is
+``autodsl.pow``, `x[i] = e` is ``x.__setitem__``, `x += e` is the in-place
+op, `no_grad { ... }` is ``with no_grad():``. It computes no tensor semantics
+itself; plain Python numbers stay numbers (`2^3^2` is the int 512).
+
+What a script can reach is limited: names in its scopes and the built-ins;
+on a tensor only ``PUBLIC_ATTRIBUTES`` and ``PUBLIC_METHODS``; on a graph
+node only ``name`` and ``next_functions``; nothing whose name starts with `_`.
+
+Errors are translated once, here: a DSLError gets the position of the
+innermost AST node it passed through (``with_position`` keeps an existing
+one); any other Python exception becomes the closest DSLError subclass.
+
+Statement lists are walked by loops and `+ - * / @` chains are flat, so long
+scripts and 3000-term sums need no deep recursion; user-function recursion is
+capped at ``MAX_CALL_DEPTH``.
+"""
+from __future__ import annotations
+
+import difflib
+import inspect
+import math
+import operator
+from typing import Any, Callable
+
+from ..errors import (DSLError, IndexError_, NameError_, RuntimeError_, ShapeError, TypeError_,
+                      ValueError_)
+from ..tensor import PUBLIC_ATTRIBUTES, PUBLIC_METHODS, Tensor, as_tensor
+from . import ast as A
+
+try:  # the language records where each graph node came from
+    from ..autograd.node import SOURCE_POS, Node as _GraphNode
+except ImportError:  # pragma: no cover - core not there yet
+    SOURCE_POS = None
+    _GraphNode = ()
+
+__all__ = ["Interpreter", "UserFunction", "Scope", "MAX_CALL_DEPTH", "translate_exception",
+           "NODE_ATTRIBUTES", "SETTABLE_ATTRIBUTES", "describe"]
+
+MAX_CALL_DEPTH = 200
+NODE_ATTRIBUTES = frozenset({"name", "next_functions"})
+SETTABLE_ATTRIBUTES = frozenset({"grad", "requires_grad"})
+
+_BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+           "@": operator.matmul}
+_INPLACE = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv}
+_COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+            "==": operator.eq, "!=": operator.ne}
+_NUMBER = (bool, int, float)
+
+
+class _Return(BaseException):
+    """Carries a `return` value out of a function body (never escapes a call)."""
+
+    def __init__(self, value):
+        super().__init__()
+        self.value = value
+
+
+class Scope:
+    """A dict of bindings and the enclosing scope (None for the session's globals)."""
+
+    __slots__ = ("vars", "parent")
+
+    def __init__(self, vars: dict, parent: "Scope | None" = None):
+        self.vars = vars
+        self.parent = parent
+
+
+class UserFunction:
+    """A function defined with `def`: a closure over the scope it was defined in."""
+
+    def __init__(self, name: str, params: list[A.Param], defaults: dict, body: list[A.Stmt],
+                 closure: Scope, source: A.Source | None, interpreter: "Interpreter"):
+        self.name = name
+        self.params = params
+        self.defaults = defaults
+        self.body = body
+        self.closure = closure
+        self.source = source
+        self._interp = interpreter
+
+    def signature_text(self) -> str:
+        parts = []
+        for p in self.params:
+            parts.append(p.name if p.name not in self.defaults
+                         else f"{p.name}={describe_value(self.defaults[p.name])}")
+        return f"({', '.join(parts)})"
+
+    def __call__(self, *args, **kwargs):
+        return self._interp.call_user(self, list(args), kwargs)
+
+    def __repr__(self) -> str:
+        return f"<function {self.name}{self.signature_text()}>"
+
+    __str__ = __repr__
+
+
+# ---- helpers ---------------------------------------------------------------
+
+def describe(v) -> str:
+    """The kind of a value, in the language's words."""
+    if v is None:
+        return "none"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, _NUMBER):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, Tensor):
+        return "a tensor"
+    if isinstance(v, list):
+        return "a list"
+    if isinstance(v, tuple):
+        return "a tuple"
+    if isinstance(v, range):
+        return "a range"
+    if isinstance(v, UserFunction) or callable(v):
+        return "a function"
+    if isinstance(v, _GraphNode):
+        return "a graph node"
+    return f"a {type(v).__name__}"
+
+
+def describe_value(v) -> str:
+    try:
+        from ..display import format_value
+        return format_value(v)
+    except Exception:  # pragma: no cover - display not available
+        return repr(v)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, _NUMBER)
+
+
+def translate_exception(e: BaseException) -> DSLError:
+    """A stray Python exception as the closest DSLError, in plain words."""
+    if isinstance(e, DSLError):
+        return e
+    msg = str(e) or type(e).__name__
+    if isinstance(e, ZeroDivisionError):
+        return ValueError_("division by zero (plain numbers; tensors give inf or nan instead)")
+    if isinstance(e, OverflowError):
+        return ValueError_(f"a number is too large to represent ({msg})")
+    if isinstance(e, RecursionError):
+        return RuntimeError_("this is nested too deeply to evaluate (too many levels of brackets, "
+                             "`^` or function calls); split it into several statements")
+    if isinstance(e, TypeError):
+        return TypeError_(msg)
+    if isinstance(e, ValueError):
+        if "broadcast" in msg:
+            return ShapeError(f"shapes do not broadcast together: {msg}")
+        return ValueError_(msg)
+    if isinstance(e, IndexError):
+        return IndexError_(msg)
+    if isinstance(e, KeyError):
+        return IndexError_(f"no entry {msg}")
+    if isinstance(e, MemoryError):
+        return RuntimeError_("out of memory: the tensors are too large")
+    return RuntimeError_(f"internal error ({type(e).__name__}): {msg}")
+
+
+def _truth(v) -> bool:
+    if isinstance(v, bool):
+        return v
+    if v is None:
+        return False
+    if isinstance(v, (int, float)):
+        return v != 0
+    if isinstance(v, Tensor):
+        n = math.prod(v.shape)
+        if n != 1:
+            raise ValueError_(f"a condition must be a single value, but this tensor has {n} elements "
+                              f"(shape {tuple(v.shape)}); reduce it first, e.g. `(x > 0).sum() > 0`")
+        return bool(v.item())
+    raise TypeError_(f"a condition must be true/false, a number or a one-element tensor, not {describe(v)}")
+
+
+def _param_text(sig: inspect.Signature) -> str:
+    parts = []
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            parts.append(f"*{p.name}")
+        elif p.kind is p.VAR_KEYWORD:
+            parts.append(f"**{p.name}")
+        elif p.default is p.empty:
+            parts.append(p.name)
+        else:
+            parts.append(f"{p.name}={describe_value(p.default)}")
+    return ", ".join(parts)
+
+
+def _suggest(name: str, options) -> str:
+    close = difflib.get_close_matches(name, sorted(options), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return " (did you mean " + " or ".join(f"`{c}`" for c in close) + "?)"
+
+
+# ---- the interpreter -------------------------------------------------------
+
+class Interpreter:
+    """Runs programs against a global namespace (the session's dict) and a built-ins table."""
+
+    def __init__(self, globals: dict, builtins: dict, echo: Callable[[Any], None] | None = None,
+                 max_depth: int = MAX_CALL_DEPTH):
+        self.globals = Scope(globals)
+        self.builtins = builtins
+        self.echo = echo
+        self.max_depth = max_depth
+        self.scope = self.globals
+        self.source: A.Source | None = None
+        self.depth = 0
+        self.current_stmt: A.Stmt | None = None
+
+    # -- entry point -----------------------------------------------------------
+    def run(self, program: A.Program):
+        """Execute a parsed program; returns (value, is_expression) of the last statement."""
+        self.scope = self.globals
+        self.source = program.source
+        self.depth = 0
+        value, is_expr = None, False
+        for stmt in program.body:
+            self.current_stmt = stmt
+            value = self.exec(stmt)
+            is_expr = isinstance(stmt, A.ExprStmt)
+        return (value if is_expr else None), is_expr
+
+    # -- positions -------------------------------------------------------------
+    def position(self, node: A.Node) -> dict:
+        src = self.source
+        return {"file": src.filename if src else None, "line": node.line or None,
+                "column": node.column or None,
+                "source_line": src.line_text(node.line) if src else None,
+                "end_column": node.end_column}
+
+    def _attach(self, err: DSLError, node: A.Node) -> DSLError:
+        if node.line:
+            err.with_position(**self.position(node))
+        return err
+
+    def _pos_token(self, node: A.Node, line=None, column=None):
+        if SOURCE_POS is None:
+            return None
+        return SOURCE_POS.set((self.source.filename if self.source else None,
+                               line or node.line, column or node.column))
+
+    # -- statements ------------------------------------------------------------
+    def exec_block(self, stmts: list[A.Stmt]) -> None:
+        for stmt in stmts:
+            self.exec(stmt)
+
+    def exec(self, stmt: A.Stmt):
+        try:
+            return _STMT[type(stmt)](self, stmt)
+        except DSLError as e:
+            raise self._attach(e, stmt)
+        except Exception as e:  # noqa: BLE001 - the boundary: translate everything
+            raise self._attach(translate_exception(e), stmt) from None
+
+    def exec_ExprStmt(self, stmt: A.ExprStmt):
+        value = self.eval(stmt.expr)
+        if value is not None and self.echo is not None:
+            self.echo(value)
+        return value
+
+    def exec_Assign(self, stmt: A.Assign):
+        value = self.eval(stmt.value)
+        self.bind(stmt.name, value, stmt)
+
+    def exec_SetItem(self, stmt: A.SetItem):
+        obj = self.eval(stmt.obj)
+        key = self.eval_key(stmt.keys)
+        value = self.eval(stmt.value)
+        if isinstance(obj, Tensor):
+            tok = self._pos_token(stmt)
+            try:
+                obj[key] = value
+            finally:
+                if tok is not None:
+                    SOURCE_POS.reset(tok)
+        elif isinstance(obj, list):
+            obj[operator.index(key)] = value
+        else:
+            raise TypeError_(f"cannot assign into an element of {describe(obj)}; only tensors "
+                             "(and lists) support `x[i] = value`")
+
+    def exec_SetAttr(self, stmt: A.SetAttr):
+        obj = self.eval(stmt.obj)
+        name = stmt.name
+        self._check_private(name, "attribute")
+        value = self.eval(stmt.value)
+        if not isinstance(obj, Tensor):
+            raise TypeError_(f"cannot set attribute `{name}` on {describe(obj)}; only a tensor's "
+                             "`grad` and `requires_grad` can be assigned")
+        if name not in SETTABLE_ATTRIBUTES:
+            readable = name in PUBLIC_ATTRIBUTES or name in PUBLIC_METHODS
+            raise (TypeError_ if readable else NameError_)(
+                f"cannot assign to `{name}` on a tensor: only `grad` and `requires_grad` can be assigned"
+                + ("" if readable else _suggest(name, SETTABLE_ATTRIBUTES)))
+        setattr(obj, name, value)
+
+    def exec_AugAssign(self, stmt: A.AugAssign):
+        target = stmt.target
+        value = self.eval(stmt.value)
+        if isinstance(target, A.Name):
+            current = self.lookup(target.id, target)
+            new = self.inplace(stmt.op, current, value, stmt)
+            self.bind(target.id, new, stmt)
+        else:  # Index: read, update in place, write back (Python's semantics)
+            obj = self.eval(target.obj)
+            key = self.eval_key(target.keys)
+            current = self.index(obj, key, target)
+            new = self.inplace(stmt.op, current, value, stmt)
+            if isinstance(obj, Tensor):
+                obj[key] = new
+            elif isinstance(obj, list):
+                obj[operator.index(key)] = new
+            else:
+                raise TypeError_(f"cannot assign into an element of {describe(obj)}")
+
+    def exec_FuncDef(self, stmt: A.FuncDef):
+        self._check_private(stmt.name, "name")
+        seen = set()
+        defaults = {}
+        for p in stmt.params:
+            self._check_private(p.name, "parameter")
+            if p.name in seen:
+                raise self._attach(NameError_(f"parameter `{p.name}` appears twice in `def {stmt.name}`"), p)
+            seen.add(p.name)
+            if p.default is not None:
+                defaults[p.name] = self.eval(p.default)
+            elif defaults:
+                raise self._attach(TypeError_(
+                    f"parameter `{p.name}` has no default but follows one that has; "
+                    "put parameters with defaults last"), p)
+        fn = UserFunction(stmt.name, stmt.params, defaults, stmt.body, self.scope,
+                          stmt.source or self.source, self)
+        self.bind(stmt.name, fn, stmt)
+
+    def exec_For(self, stmt: A.For):
+        self._check_private(stmt.var, "name")
+        iterable = self.eval(stmt.iterable)
+        if isinstance(iterable, Tensor):
+            if len(iterable.shape) == 0:
+                raise self._attach(TypeError_("cannot loop over a 0-d tensor (a single number); "
+                                              "use `range(n)` or a tensor with at least one dimension"),
+                                   stmt.iterable)
+            items = (iterable[i] for i in range(iterable.shape[0]))
+        elif isinstance(iterable, (range, list, tuple)):
+            items = iter(iterable)
+        else:
+            raise self._attach(TypeError_(f"`for` needs a range, a list or a tensor to loop over, "
+                                          f"not {describe(iterable)}"), stmt.iterable)
+        scope = self.scope
+        for item in items:
+            scope.vars[stmt.var] = item
+            self.exec_block(stmt.body)
+
+    def exec_If(self, stmt: A.If):
+        cond = self.eval(stmt.cond)
+        try:
+            ok = _truth(cond)
+        except DSLError as e:
+            raise self._attach(e, stmt.cond)
+        if ok:
+            self.exec_block(stmt.body)
+        elif stmt.orelse is not None:
+            self.exec_block(stmt.orelse)
+
+    def exec_NoGrad(self, stmt: A.NoGrad):
+        from ..autograd.grad_mode import no_grad
+        with no_grad():
+            self.exec_block(stmt.body)
+
+    def exec_Return(self, stmt: A.Return):
+        raise _Return(None if stmt.value is None else self.eval(stmt.value))
+
+    # -- names -----------------------------------------------------------------
+    @staticmethod
+    def _check_private(name: str, what: str) -> None:
+        if name.startswith("_"):
+            raise NameError_(f"`{name}`: {what}s that start with `_` are private and cannot be used "
+                             "in a script; choose a name that starts with a letter")
+
+    def bind(self, name: str, value, node: A.Node) -> None:
+        self._check_private(name, "name")
+        self.scope.vars[name] = value
+
+    def lookup(self, name: str, node: A.Node):
+        self._check_private(name, "name")
+        scope = self.scope
+        while scope is not None:
+            vars = scope.vars
+            if name in vars:
+                return vars[name]
+            scope = scope.parent
+        if name in self.builtins:
+            return self.builtins[name]
+        raise NameError_(f"`{name}` is not defined" + _suggest(name, self.visible_names()))
+
+    def visible_names(self) -> set[str]:
+        names = set(self.builtins)
+        scope = self.scope
+        while scope is not None:
+            names.update(scope.vars)
+            scope = scope.parent
+        return {n for n in names if not n.startswith("_")}
+
+    # -- expressions -----------------------------------------------------------
+    def eval(self, node: A.Expr):
+        try:
+            return _EXPR[type(node)](self, node)
+        except DSLError as e:
+            raise self._attach(e, node)
+        except Exception as e:  # noqa: BLE001 - the boundary: translate everything
+            raise self._attach(translate_exception(e), node) from None
+
+    def eval_Number(self, node):
+        return node.value
+
+    def eval_String(self, node):
+        return node.value
+
+    def eval_Const(self, node):
+        return node.value
+
+    def eval_Name(self, node):
+        return self.lookup(node.id, node)
+
+    def eval_ListExpr(self, node):
+        return [self.eval(item) for item in node.items]
+
+    def eval_Chain(self, node: A.Chain):
+        value = self.eval(node.first)
+        for op, operand, line, column in node.ops:
+            right = self.eval(operand)
+            try:
+                value = self.binop(op, value, right, line, column)
+            except Exception as exc:  # noqa: BLE001 - translated and positioned at the operator
+                e = translate_exception(exc)
+                if e.line is None and self.source is not None:
+                    e.with_position(file=self.source.filename, line=line, column=column,
+                                    source_line=self.source.line_text(line), end_column=column + 1)
+                if e is exc:
+                    raise
+                raise e from None
+        return value
+
+    def eval_Compare(self, node: A.Compare):
+        a = self.eval(node.left)
+        b = self.eval(node.right)
+        op = node.op
+        if a is None or b is None:
+            if op in ("==", "!="):
+                return (a is b) == (op == "==")
+            raise TypeError_(f"cannot compare {describe(a)} and {describe(b)} with `{op}`")
+        a, b = self._operands(op, a, b)
+        tok = self._pos_token(node)
+        try:
+            return _COMPARE[op](a, b)
+        finally:
+            if tok is not None:
+                SOURCE_POS.reset(tok)
+
+    def eval_BoolOp(self, node: A.BoolOp):
+        want = node.op == "or"
+        for sub in node.values:
+            value = self.eval(sub)
+            try:
+                t = _truth(value)
+            except DSLError as e:
+                raise self._attach(e, sub)
+            if t == want:
+                return want
+        return not want
+
+    def eval_Not(self, node: A.Not):
+        value = self.eval(node.operand)
+        return not _truth(value)
+
+    def eval_Unary(self, node: A.Unary):
+        value = self.eval(node.operand)
+        if isinstance(value, list):
+            value = as_tensor(value)
+        if not (isinstance(value, Tensor) or _is_number(value)):
+            raise TypeError_(f"cannot apply unary `{node.op}` to {describe(value)}")
+        if node.op == "+":
+            return value if not isinstance(value, bool) else int(value)
+        tok = self._pos_token(node)
+        try:
+            return -value
+        finally:
+            if tok is not None:
+                SOURCE_POS.reset(tok)
+
+    def eval_Power(self, node: A.Power):
+        base = self.eval(node.base)
+        exponent = self.eval(node.exponent)
+        base, exponent = self._operands("^", base, exponent)
+        if isinstance(base, Tensor) or isinstance(exponent, Tensor):
+            import autodsl
+            tok = self._pos_token(node)
+            try:
+                return autodsl.pow(base, exponent)
+            finally:
+                if tok is not None:
+                    SOURCE_POS.reset(tok)
+        return _number_pow(base, exponent)
+
+    def eval_Call(self, node: A.Call):
+        func = self.eval(node.func)
+        args = [self.eval(a) for a in node.args]
+        kwargs = {}
+        for kw in node.keywords:
+            if kw.name.startswith("_"):
+                raise self._attach(NameError_(f"keyword `{kw.name}`: names that start with `_` are private"), kw)
+            kwargs[kw.name] = self.eval(kw.value)
+        return self.call(func, args, kwargs, node)
+
+    def eval_Attribute(self, node: A.Attribute):
+        obj = self.eval(node.obj)
+        return self.getattr(obj, node.name)
+
+    def eval_Index(self, node: A.Index):
+        obj = self.eval(node.obj)
+        key = self.eval_key(node.keys)
+        return self.index(obj, key, node)
+
+    def eval_Slice(self, node: A.Slice):
+        def part(e):
+            if e is None:
+                return None
+            v = self.eval(e)
+            if isinstance(v, Tensor):
+                return operator.index(v)
+            if v is not None and not isinstance(v, int):
+                raise self._attach(TypeError_(f"slice bounds must be integers, not {describe(v)}"), e)
+            return v
+        return slice(part(node.lower), part(node.upper), part(node.step))
+
+    def eval_key(self, keys: list[A.Expr]):
+        values = [self.eval(k) for k in keys]
+        return values[0] if len(values) == 1 else tuple(values)
+
+    # -- operations ------------------------------------------------------------
+    def _operands(self, op: str, a, b):
+        """Check the operand kinds and turn lists into tensors (a list literal is data)."""
+        a_t, b_t = isinstance(a, Tensor), isinstance(b, Tensor)
+        if isinstance(a, list):
+            a = as_tensor(a, like=b if b_t else None)
+            a_t = True
+        if isinstance(b, list):
+            b = as_tensor(b, like=a if a_t else None)
+            b_t = True
+        ok_a = a_t or _is_number(a)
+        ok_b = b_t or _is_number(b)
+        if ok_a and ok_b:
+            if op == "@" and not (a_t and b_t):
+                raise TypeError_("`@` (matrix product) needs two tensors; use `*` to multiply by a number")
+            return a, b
+        if isinstance(a, str) and isinstance(b, str) and op in ("+", "==", "!=", "<", "<=", ">", ">="):
+            return a, b
+        hint = ""
+        if a is None or b is None:
+            hint = " (one side is `none`: for example `.grad` is none until backward has run)"
+        raise TypeError_(f"cannot apply `{op}` to {describe(a)} and {describe(b)}{hint}")
+
+    def binop(self, op: str, a, b, line: int, column: int):
+        a, b = self._operands(op, a, b)
+        tok = None
+        if SOURCE_POS is not None and (isinstance(a, Tensor) or isinstance(b, Tensor)):
+            tok = SOURCE_POS.set((self.source.filename if self.source else None, line, column))
+        try:
+            return _BINOPS[op](a, b)
+        finally:
+            if tok is not None:
+                SOURCE_POS.reset(tok)
+
+    def inplace(self, op: str, current, value, node: A.Node):
+        if isinstance(current, Tensor):
+            if isinstance(value, list):
+                value = as_tensor(value, like=current)
+            if not (isinstance(value, Tensor) or _is_number(value)):
+                raise TypeError_(f"cannot apply `{op}` to a tensor and {describe(value)}")
+            tok = self._pos_token(node)
+            try:
+                return _INPLACE[op](current, value)
+            finally:
+                if tok is not None:
+                    SOURCE_POS.reset(tok)
+        return self.binop(op[0], current, value, node.line, node.column)
+
+    def getattr(self, obj, name: str):
+        self._check_private(name, "attribute")
+        if isinstance(obj, Tensor):
+            if name in PUBLIC_ATTRIBUTES or name in PUBLIC_METHODS:
+                return getattr(obj, name)
+            options = set(PUBLIC_ATTRIBUTES) | set(PUBLIC_METHODS)
+            raise NameError_(f"a tensor has no attribute `{name}`" + (_suggest(name, options) or
+                             "; it has: " + ", ".join(sorted(options))))
+        if _GraphNode and isinstance(obj, _GraphNode):
+            if name in NODE_ATTRIBUTES:
+                return getattr(obj, name)
+            raise NameError_(f"a graph node has no attribute `{name}`; it has: name, next_functions")
+        raise NameError_(f"{describe(obj)} has no attribute `{name}`"
+                         + ("; it has no attributes" if not isinstance(obj, Tensor) else ""))
+
+    def index(self, obj, key, node: A.Node):
+        if isinstance(obj, Tensor):
+            tok = self._pos_token(node)
+            try:
+                return obj[key]
+            finally:
+                if tok is not None:
+                    SOURCE_POS.reset(tok)
+        if isinstance(obj, (tuple, list, str, range)):
+            if isinstance(key, slice):
+                return obj[key]
+            if isinstance(key, bool) or not isinstance(key, (int, Tensor)):
+                raise TypeError_(f"{describe(obj)} is indexed by an integer or a slice, not {describe(key)}")
+            i = operator.index(key)
+            if not -len(obj) <= i < len(obj):
+                raise IndexError_(f"index {i} is out of range for {describe(obj)} of length {len(obj)}")
+            return obj[i]
+        raise TypeError_(f"cannot index {describe(obj)}")
+
+    def call(self, func, args: list, kwargs: dict, node: A.Call | None = None):
+        if isinstance(func, UserFunction):
+            return self.call_user(func, args, kwargs, node)
+        if not callable(func) or isinstance(func, (Tensor, type)):
+            raise TypeError_(f"{describe(func)} is not a function and cannot be called")
+        tok = self._pos_token(node) if node is not None else None
+        try:
+            return func(*args, **kwargs)
+        except TypeError as e:
+            raise self._call_type_error(func, args, kwargs, node, e) from None
+        finally:
+            if tok is not None:
+                SOURCE_POS.reset(tok)
+
+    def _func_name(self, func, node) -> str:
+        if node is not None and isinstance(node.func, A.Name):
+            return node.func.id
+        if node is not None and isinstance(node.func, A.Attribute):
+            text = self.source.line_text(node.func.obj.line) if self.source else None
+            obj = node.func.obj
+            if text and obj.end_column and obj.line == node.func.line and obj.end_column - obj.column <= 30:
+                return text[obj.column - 1: obj.end_column - 1] + "." + node.func.name
+            return "." + node.func.name
+        return getattr(func, "__name__", "function")
+
+    def _call_type_error(self, func, args, kwargs, node, err: TypeError) -> DSLError:
+        name = self._func_name(func, node)
+        try:
+            sig = inspect.signature(func)
+        except (TypeError, ValueError):
+            return TypeError_(f"{name}(): {err}")
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError as bad:
+            why = str(bad)
+            unknown = [k for k in kwargs if k not in sig.parameters]
+            if unknown and not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+                why = f"unknown keyword `{unknown[0]}`" + _suggest(unknown[0], sig.parameters)
+            return TypeError_(f"wrong arguments for {name}(): {why}; it accepts ({_param_text(sig)})")
+        return translate_exception(err)
+
+    def call_user(self, fn: UserFunction, args: list, kwargs: dict, node: A.Node | None = None):
+        if self.depth >= self.max_depth:
+            raise RuntimeError_(f"too many nested calls of user functions (more than {self.max_depth}) "
+                                f"while calling `{fn.name}`: does it call itself without ever stopping?")
+        names = [p.name for p in fn.params]
+        sig = f"{fn.name}{fn.signature_text()}"
+        if len(args) > len(names):
+            raise TypeError_(f"{fn.name}() takes {len(names)} argument{'s' if len(names) != 1 else ''} "
+                             f"but {len(args)} were given; it is defined as {sig}")
+        local = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in names:
+                raise TypeError_(f"{fn.name}() has no parameter `{k}`" + _suggest(k, names)
+                                 + f"; it is defined as {sig}")
+            if k in local:
+                raise TypeError_(f"{fn.name}() got two values for `{k}`; it is defined as {sig}")
+            local[k] = v
+        for p in names:
+            if p not in local:
+                if p not in fn.defaults:
+                    raise TypeError_(f"{fn.name}() is missing the argument `{p}`; it is defined as {sig}")
+                local[p] = fn.defaults[p]
+        saved = (self.scope, self.source)
+        self.scope = Scope(local, fn.closure)
+        self.source = fn.source or self.source
+        self.depth += 1
+        try:
+            self.exec_block(fn.body)
+            return None
+        except _Return as r:
+            return r.value
+        finally:
+            self.depth -= 1
+            self.scope, self.source = saved
+
+
+def _number_pow(a, b):
+    """``a ^ b`` on plain numbers: Python's ``**`` with the language's errors."""
+    if isinstance(a, bool):
+        a = int(a)
+    if isinstance(b, bool):
+        b = int(b)
+    if a == 0 and b < 0:
+        raise ValueError_("0 cannot be raised to a negative power (division by zero)")
+    if isinstance(a, int) and isinstance(b, int) and b > 0 and abs(a) > 1 \
+            and b * math.log2(abs(a)) > 4096:
+        a = float(a)
+    try:
+        r = a ** b
+    except OverflowError:
+        raise ValueError_(f"{a}^{b} is too large to represent as a number") from None
+    if isinstance(r, complex):  # a negative base to a fractional power: not a real number
+        return math.nan
+    return r
+
+
+_STMT = {getattr(A, name[5:]): fn for name, fn in vars(Interpreter).items()
+         if name.startswith("exec_") and name[5].isupper()}
+_EXPR = {getattr(A, name[5:]): fn for name, fn in vars(Interpreter).items()
+         if name.startswith("eval_") and name[5].isupper()}
+
+# pylox's check: every visit method names a node class, and every node class has one
+assert set(_STMT) == {c for c in vars(A).values() if isinstance(c, type) and issubclass(c, A.Stmt)
+                      and c is not A.Stmt}, "exec_* methods and Stmt classes disagree"
+assert set(_EXPR) == {c for c in vars(A).values() if isinstance(c, type) and issubclass(c, A.Expr)
+                      and c is not A.Expr}, "eval_* methods and Expr classes disagree"

@@ -1,0 +1,79 @@
+"""Comparisons and logical ops: boolean results, never differentiable."""
+from __future__ import annotations
+
+from ..backend import namespace_of
+from .registry import Op, apply, defop
+
+__all__ = ["lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_not"]
+
+
+class _Compare(Op):
+    never_differentiable = True
+    fn = None
+
+    def forward(self, a, b=None):
+        xp = namespace_of(a)
+        return getattr(xp, self.fn)(a) if b is None else getattr(xp, self.fn)(a, b)
+
+
+def _make(name, fn, doc):
+    cls = type(name.capitalize(), (_Compare,), {"fn": fn, "__doc__": doc})
+    return defop(name)(cls)
+
+
+_OPS = {
+    "lt": _make("lt", "less", "a < b"),
+    "le": _make("le", "less_equal", "a <= b"),
+    "gt": _make("gt", "greater", "a > b"),
+    "ge": _make("ge", "greater_equal", "a >= b"),
+    "eq": _make("eq", "equal", "a == b"),
+    "ne": _make("ne", "not_equal", "a != b"),
+    "logical_and": _make("logical_and", "logical_and", "a and b, elementwise"),
+    "logical_or": _make("logical_or", "logical_or", "a or b, elementwise"),
+    "logical_not": _make("logical_not", "logical_not", "not a, elementwise"),
+}
+
+
+def lt(input, other):
+    """input < other, elementwise (a bool tensor; not differentiable). Example: ``lt(x, 0)``"""
+    return apply(_OPS["lt"], input, other)
+
+
+def le(input, other):
+    """input <= other, elementwise (bool). Example: ``le(x, 0)``"""
+    return apply(_OPS["le"], input, other)
+
+
+def gt(input, other):
+    """input > other, elementwise (bool). Example: ``gt(x, 0)``"""
+    return apply(_OPS["gt"], input, other)
+
+
+def ge(input, other):
+    """input >= other, elementwise (bool). Example: ``ge(x, 0)``"""
+    return apply(_OPS["ge"], input, other)
+
+
+def eq(input, other):
+    """input == other, elementwise (bool). Example: ``eq(x, y)``"""
+    return apply(_OPS["eq"], input, other)
+
+
+def ne(input, other):
+    """input != other, elementwise (bool). Example: ``ne(x, y)``"""
+    return apply(_OPS["ne"], input, other)
+
+
+def logical_and(input, other):
+    """Elementwise and of two bool tensors. Example: ``logical_and(x > 0, x < 1)``"""
+    return apply(_OPS["logical_and"], input, other)
+
+
+def logical_or(input, other):
+    """Elementwise or of two bool tensors. Example: ``logical_or(x < 0, x > 1)``"""
+    return apply(_OPS["logical_or"], input, other)
+
+
+def logical_not(input):
+    """Elementwise not of a bool tensor. Example: ``logical_not(x > 0)``"""
+    return apply(_OPS["logical_not"], input)

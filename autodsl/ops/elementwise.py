@@ -1,0 +1,470 @@
+"""Elementwise ops: arithmetic, powers, exponentials, trig, activations, selection.
+
+Each backward is written with autodsl ops. ``# torch:`` marks a subgradient
+or an edge-case convention chosen to match PyTorch.
+"""
+from __future__ import annotations
+
+
+from ..backend import namespace_of
+from .registry import Op, apply, defop
+
+__all__ = ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "sin", "cos", "tan",
+           "tanh", "sigmoid", "relu", "abs", "sign", "clamp", "where", "maximum", "minimum", "clone"]
+
+
+@defop("add")
+class Add(Op):
+    """a + b, broadcasting."""
+    def forward(self, a, b):
+        return a + b
+
+    def backward(self, g):
+        return g, g
+
+
+@defop("sub")
+class Sub(Op):
+    """a - b, broadcasting."""
+    def forward(self, a, b):
+        return a - b
+
+    def backward(self, g):
+        return g, (-g if self.needs_input_grad[1] else None)
+
+
+@defop("mul")
+class Mul(Op):
+    """a * b, broadcasting."""
+    def forward(self, a, b):
+        x, y = self.inputs
+        self.save_for_backward(x, y)
+        return a * b
+
+    def backward(self, g):
+        x, y = self.saved_tensors
+        na, nb = self.needs_input_grad
+        return (g * y if na else None), (g * x if nb else None)   # d(xy) = y dx + x dy
+
+
+@defop("div")
+class Div(Op):
+    """a / b (true division), broadcasting; IEEE results at b = 0."""
+    def forward(self, a, b):
+        x, y = self.inputs
+        self.save_for_backward(x, y)
+        return a / b
+
+    def backward(self, g):
+        x, y = self.saved_tensors
+        na, nb = self.needs_input_grad
+        return (g / y if na else None), (-g * x / (y * y) if nb else None)   # d(x/y)/dy = -x/y^2
+
+
+@defop("neg")
+class Neg(Op):
+    """-a."""
+    def forward(self, a):
+        return -a
+
+    def backward(self, g):
+        return (-g,)
+
+
+@defop("pow")
+class Pow(Op):
+    """a ^ b elementwise (a tensor or number exponent)."""
+    save_output = True
+
+    def forward(self, a, b):
+        x, y = self.inputs
+        self.save_for_backward(x, y)
+        if a.dtype.kind in "iub" and b.dtype.kind in "iub" and (b < 0).any():
+            a = a.astype("float64")   # torch refuses int^negative-int; we give the real value
+        return a ** b
+
+    def backward(self, g):
+        x, y, out = self.saved_tensors
+        na, nb = self.needs_input_grad
+        ga = gb = None
+        if na:
+            # d/dx x^y = y·x^(y-1), computed as a power (never through log|x|), so that
+            # negative bases with integer exponents work.  torch: 0 where y == 0 (x^0 is
+            # the constant 1, also at x = 0, where the formula would give 0·0^-1 = NaN).
+            ga = g * y * x ** (y - 1)
+            if (y._data == 0).any():
+                ga = where(y == 0, 0.0, ga)
+        if nb:
+            # d/dy x^y = x^y·log x.  torch: 0 where x == 0 and y >= 0 (the limit), NaN for x < 0.
+            gb = where((x == 0) & (y >= 0), 0.0, g * out * log(x))
+        return ga, gb
+
+
+@defop("exp")
+class Exp(Op):
+    """e^a."""
+    save_output = True
+
+    def forward(self, a):
+        return _xp(a).exp(a)
+
+    def backward(self, g):
+        (out,) = self.saved_tensors
+        return (g * out,)   # d e^x = e^x
+
+
+@defop("log")
+class Log(Op):
+    """Natural logarithm (log 0 = -inf, log of a negative number = nan)."""
+    def forward(self, a):
+        self.save_for_backward(self.inputs[0])
+        return _xp(a).log(a)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return (g / x,)
+
+
+@defop("sqrt")
+class Sqrt(Op):
+    """Square root."""
+    save_output = True
+
+    def forward(self, a):
+        return _xp(a).sqrt(a)
+
+    def backward(self, g):
+        (out,) = self.saved_tensors
+        return (g / (2 * out),)   # torch: +inf at 0, like x^0.5
+
+
+@defop("sin")
+class Sin(Op):
+    """Sine (radians)."""
+    def forward(self, a):
+        self.save_for_backward(self.inputs[0])
+        return _xp(a).sin(a)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return (g * cos(x),)
+
+
+@defop("cos")
+class Cos(Op):
+    """Cosine (radians)."""
+    def forward(self, a):
+        self.save_for_backward(self.inputs[0])
+        return _xp(a).cos(a)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return (-g * sin(x),)
+
+
+@defop("tan")
+class Tan(Op):
+    """Tangent (radians)."""
+    save_output = True
+
+    def forward(self, a):
+        return _xp(a).tan(a)
+
+    def backward(self, g):
+        (out,) = self.saved_tensors
+        return (g * (1 + out * out),)   # d tan x = 1 + tan^2 x
+
+
+@defop("tanh")
+class Tanh(Op):
+    """Hyperbolic tangent; saturates to ±1 with gradient 0, never nan."""
+    save_output = True
+
+    def forward(self, a):
+        return _xp(a).tanh(a)
+
+    def backward(self, g):
+        (out,) = self.saved_tensors
+        return (g * (1 - out * out),)   # d tanh x = 1 - tanh^2 x
+
+
+@defop("sigmoid")
+class Sigmoid(Op):
+    """Logistic function 1 / (1 + e^-a), computed without overflow."""
+    save_output = True
+
+    def forward(self, a):
+        xp = _xp(a)
+        e = xp.exp(-xp.abs(a))           # in (0, 1]: never overflows
+        return xp.where(a >= 0, 1 / (1 + e), e / (1 + e))
+
+    def backward(self, g):
+        (out,) = self.saved_tensors
+        return (g * out * (1 - out),)     # s' = s(1-s): 0 at saturation, never inf/inf
+
+
+@defop("relu")
+class Relu(Op):
+    """max(a, 0)."""
+    save_output = True
+
+    def forward(self, a):
+        return _xp(a).maximum(a, 0).astype(a.dtype, copy=False)
+
+    def backward(self, g):
+        (out,) = self.saved_tensors
+        return (where(out > 0, g, 0.0),)   # torch: relu'(0) = 0
+
+
+@defop("abs")
+class Abs(Op):
+    """|a|."""
+    def forward(self, a):
+        self.save_for_backward(self.inputs[0])
+        return _xp(a).abs(a)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return (g * sign(x),)   # torch: abs'(0) = sign(0) = 0
+
+
+@defop("sign")
+class Sign(Op):
+    """-1, 0 or 1 by the sign of a; its gradient is 0 everywhere."""
+    def forward(self, a):
+        return _xp(a).sign(a)
+
+    def backward(self, g):
+        return (g * 0,)
+
+
+@defop("clamp")
+class Clamp(Op):
+    """Limit a to [min, max] (either may be none)."""
+    def forward(self, a, min=None, max=None):
+        self.save_for_backward(self.inputs[0])
+        self.lo, self.hi = min, max
+        xp = _xp(a)
+        out = a
+        if min is not None:
+            out = xp.maximum(out, xp.asarray(min, dtype=a.dtype))
+        if max is not None:
+            out = xp.minimum(out, xp.asarray(max, dtype=a.dtype))
+        return out if out is not a else a.copy()
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        inside = None
+        if self.lo is not None:
+            inside = x >= self.lo           # torch: the gradient passes at the bounds themselves
+        if self.hi is not None:
+            m = x <= self.hi
+            inside = m if inside is None else inside & m
+        return (g if inside is None else where(inside, g, 0.0),)
+
+
+@defop("where")
+class Where(Op):
+    """Pick a where cond is true, b elsewhere (selects; never blends, so nan in the
+    branch not taken does not leak)."""
+    differentiable = (1, 2)
+
+    def forward(self, c, a, b):
+        self.save_for_backward(self.inputs[0])
+        return _xp(a).where(c.astype(bool, copy=False), a, b)
+
+    def backward(self, g):
+        (c,) = self.saved_tensors
+        _, na, nb = self.needs_input_grad
+        return None, (where(c, g, 0.0) if na else None), (where(c, 0.0, g) if nb else None)
+
+
+@defop("maximum")
+class Maximum(Op):
+    """Elementwise larger of a and b."""
+    def forward(self, a, b):
+        self.save_for_backward(*self.inputs)
+        return _xp(a).maximum(a, b)
+
+    def backward(self, g):
+        x, y = self.saved_tensors
+        half = g * 0.5                     # torch: ties split the gradient in half
+        tie = x == y
+        return where(tie, half, where(x > y, g, 0.0)), where(tie, half, where(x < y, g, 0.0))
+
+
+@defop("minimum")
+class Minimum(Op):
+    """Elementwise smaller of a and b."""
+    def forward(self, a, b):
+        self.save_for_backward(*self.inputs)
+        return _xp(a).minimum(a, b)
+
+    def backward(self, g):
+        x, y = self.saved_tensors
+        half = g * 0.5                     # torch: ties split the gradient in half
+        tie = x == y
+        return where(tie, half, where(x < y, g, 0.0)), where(tie, half, where(x > y, g, 0.0))
+
+
+@defop("clone")
+class Clone(Op):
+    """A copy with its own storage (still in the graph)."""
+    def forward(self, a):
+        return a.copy()
+
+    def backward(self, g):
+        return (g,)
+
+
+_xp = namespace_of
+
+
+# -- public functions ---------------------------------------------------------------------------
+
+def add(input, other):
+    """input + other (broadcasting). Shapes: any two broadcastable shapes.
+
+    Example: ``add(x, 1)``
+    """
+    return apply(Add, input, other)
+
+
+def sub(input, other):
+    """input - other (broadcasting). Example: ``sub(x, y)``"""
+    return apply(Sub, input, other)
+
+
+def mul(input, other):
+    """input * other (broadcasting). Example: ``mul(x, 2)``"""
+    return apply(Mul, input, other)
+
+
+def div(input, other):
+    """input / other (true division, broadcasting; x/0 gives ±inf or nan as IEEE says).
+
+    Example: ``div(x, y)``
+    """
+    return apply(Div, input, other)
+
+
+def neg(input):
+    """-input. Example: ``neg(x)``"""
+    return apply(Neg, input)
+
+
+def pow(input, exponent):
+    """input ^ exponent elementwise; gradients as PyTorch: 0 for x^0 (even at x=0),
+    n·x^(n-1) at negative x for integer n, +inf for x^0.5 at 0.
+
+    Example: ``pow(x, 3)`` (the same as ``x^3``)
+    """
+    return apply(Pow, input, exponent)
+
+
+def exp(input):
+    """e^input. Example: ``exp(x)``"""
+    return apply(Exp, input)
+
+
+def log(input):
+    """Natural log; log(0) = -inf and log(x<0) = nan, as NumPy and PyTorch. Example: ``log(x)``"""
+    return apply(Log, input)
+
+
+def sqrt(input):
+    """Square root; its gradient at 0 is +inf. Example: ``sqrt(x)``"""
+    return apply(Sqrt, input)
+
+
+def sin(input):
+    """Sine of input in radians. Example: ``sin(x)``"""
+    return apply(Sin, input)
+
+
+def cos(input):
+    """Cosine of input in radians. Example: ``cos(x)``"""
+    return apply(Cos, input)
+
+
+def tan(input):
+    """Tangent of input in radians. Example: ``tan(x)``"""
+    return apply(Tan, input)
+
+
+def tanh(input):
+    """Hyperbolic tangent; gradient 1 - tanh², exactly 0 when saturated. Example: ``tanh(x)``"""
+    return apply(Tanh, input)
+
+
+def sigmoid(input):
+    """1 / (1 + e^-x), overflow-free; gradient s(1-s). Example: ``sigmoid(x)``"""
+    return apply(Sigmoid, input)
+
+
+def relu(input):
+    """max(x, 0); its gradient at 0 is 0 (PyTorch's choice). Example: ``relu(x)``"""
+    return apply(Relu, input)
+
+
+def abs(input):
+    """|x|; its gradient at 0 is 0 (sign(0)). Example: ``abs(x)``"""
+    return apply(Abs, input)
+
+
+def sign(input):
+    """-1, 0 or 1 by sign; gradient 0. Example: ``sign(x)``"""
+    return apply(Sign, input)
+
+
+def clamp(input, min=None, max=None):
+    """Limit input to [min, max] (numbers; either may be none). The gradient is 1 inside
+    the interval and at its bounds, 0 outside (PyTorch's convention).
+
+    Example: ``clamp(x, min=0, max=1)``
+    """
+    from ..tensor import Tensor  # noqa: PLC0415
+    from ..errors import TypeError_  # noqa: PLC0415
+    if min is None and max is None:
+        raise TypeError_("clamp needs at least one of min= and max=")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = input
+        if min is not None:
+            out = maximum(out, min)
+        if max is not None:
+            out = minimum(out, max)
+        return out
+    for v, nm in ((min, "min"), (max, "max")):
+        if v is not None and not isinstance(v, (int, float)):
+            raise TypeError_(f"clamp: {nm} must be a number or a tensor, not {type(v).__name__}")
+    return apply(Clamp, input, min=min, max=max)
+
+
+def where(condition, input, other):
+    """Elementwise select: input where condition is true, other elsewhere (broadcasting).
+    condition is a bool tensor (e.g. ``x > 0``) and gets no gradient.
+
+    Example: ``where(x > 0, log(x), x * 2)``
+    """
+    from ..tensor import Tensor, as_tensor  # noqa: PLC0415
+    from .. import backend  # noqa: PLC0415
+    if not isinstance(condition, Tensor):
+        condition = as_tensor(condition)
+    if condition.dtype is not backend.bool_:
+        condition = condition != 0
+    return apply(Where, condition, input, other)
+
+
+def maximum(input, other):
+    """Elementwise maximum; at ties each side gets half the gradient. Example: ``maximum(x, y)``"""
+    return apply(Maximum, input, other)
+
+
+def minimum(input, other):
+    """Elementwise minimum; at ties each side gets half the gradient. Example: ``minimum(x, y)``"""
+    return apply(Minimum, input, other)
+
+
+def clone(input):
+    """A copy with its own storage; gradients flow through it. Example: ``y = x.clone()``"""
+    return apply(Clone, input)

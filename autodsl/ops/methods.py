@@ -1,0 +1,72 @@
+"""Installs operators (``+ - * / @ ** < ...``), in-place operators and op methods on Tensor.
+
+PyTorch names and keywords: ``x.sum(dim=0, keepdim=True)``, ``x.reshape(2, 3)``.
+"""
+from __future__ import annotations
+
+from . import compare as C
+from . import elementwise as E
+from . import linalg as L
+from . import loss as Lo  # noqa: F401
+from . import movement as M
+from . import reduce as R
+from .registry import install, inplace
+
+
+def _r(fn):
+    return lambda self, other: fn(other, self)
+
+
+def _setitem(self, key, value):
+    inplace(lambda t, v: M.index_put(t, key, v), self, value, what="writing x[...] =")
+
+
+def _T(self):
+    """All dims reversed (a transposed view for a matrix)."""
+    return M.permute(self, *reversed(range(self.ndim))) if self.ndim >= 2 else self
+
+
+def _mT(self):
+    return M.transpose(self, -1, -2)
+
+
+def _inplace(fn, what):
+    def method(self, other):
+        return inplace(fn, self, other, what=what)
+    return method
+
+
+_dunders = {
+    "__add__": E.add, "__radd__": _r(E.add),
+    "__sub__": E.sub, "__rsub__": _r(E.sub),
+    "__mul__": E.mul, "__rmul__": _r(E.mul),
+    "__truediv__": E.div, "__rtruediv__": _r(E.div),
+    "__matmul__": L.matmul, "__rmatmul__": _r(L.matmul),
+    "__pow__": E.pow, "__rpow__": _r(E.pow),
+    "__neg__": E.neg, "__pos__": lambda self: self, "__abs__": E.abs,
+    "__lt__": C.lt, "__le__": C.le, "__gt__": C.gt, "__ge__": C.ge, "__eq__": C.eq, "__ne__": C.ne,
+    "__and__": C.logical_and, "__rand__": _r(C.logical_and),
+    "__or__": C.logical_or, "__ror__": _r(C.logical_or), "__invert__": C.logical_not,
+    "__getitem__": M.getitem, "__setitem__": _setitem,
+    "__iadd__": _inplace(E.add, "x += ..."), "__isub__": _inplace(E.sub, "x -= ..."),
+    "__imul__": _inplace(E.mul, "x *= ..."), "__itruediv__": _inplace(E.div, "x /= ..."),
+}
+
+_methods = {
+    "add": E.add, "sub": E.sub, "mul": E.mul, "div": E.div, "neg": E.neg, "pow": E.pow,
+    "exp": E.exp, "log": E.log, "sqrt": E.sqrt, "sin": E.sin, "cos": E.cos, "tan": E.tan,
+    "tanh": E.tanh, "sigmoid": E.sigmoid, "relu": E.relu, "abs": E.abs, "sign": E.sign,
+    "clamp": E.clamp, "maximum": E.maximum, "minimum": E.minimum, "clone": E.clone,
+    "matmul": L.matmul,
+    "sum": R.sum, "mean": R.mean, "prod": R.prod, "max": R.max, "min": R.min, "amax": R.amax,
+    "amin": R.amin, "norm": R.norm, "var": R.var, "std": R.std, "logsumexp": R.logsumexp,
+    "softmax": R.softmax, "log_softmax": R.log_softmax,
+    "reshape": M.reshape, "view": M.view, "transpose": M.transpose, "permute": M.permute,
+    "unsqueeze": M.unsqueeze, "squeeze": M.squeeze, "expand": M.expand, "flatten": M.flatten,
+    "lt": C.lt, "le": C.le, "gt": C.gt, "ge": C.ge, "eq": C.eq, "ne": C.ne,
+    "add_": _inplace(E.add, "add_"), "sub_": _inplace(E.sub, "sub_"),
+    "mul_": _inplace(E.mul, "mul_"), "div_": _inplace(E.div, "div_"),
+}
+
+install(_dunders)
+install(_methods, properties={"T": _T, "mT": _mT})

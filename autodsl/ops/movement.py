@@ -1,0 +1,345 @@
+"""Shape and indexing ops: reshape, transpose, permute, (un)squeeze, expand, cat,
+stack, flatten, indexing and indexed writes.
+
+Outputs that NumPy makes as views share storage (and the version counter)
+with their input, as PyTorch's views do.
+"""
+from __future__ import annotations
+
+import builtins
+
+from ..backend import namespace_of
+from ..errors import IndexError_, ShapeError, TypeError_
+from .registry import Op, apply, defop
+
+__all__ = ["reshape", "view", "transpose", "permute", "unsqueeze", "squeeze", "expand", "cat",
+           "stack", "flatten", "getitem", "index_put"]
+
+
+def _shape_arg(shape):
+    if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+        shape = tuple(shape[0])
+    out = []
+    for n in shape:
+        if isinstance(n, bool):
+            raise TypeError_(f"a shape holds integers, not {n!r}")
+        try:
+            out.append(int(n))
+        except (TypeError, ValueError):
+            raise TypeError_(f"a shape holds integers, not {n!r}") from None
+    return tuple(out)
+
+
+def _dim(d, ndim):
+    n = builtins.max(ndim, 1)
+    try:
+        d = int(d)
+    except (TypeError, ValueError):
+        raise TypeError_(f"dim must be an integer, not {d!r}") from None
+    if not -n <= d < n:
+        raise IndexError_(f"dim {d} is out of range for a tensor with {ndim} dimensions "
+                          f"(valid: {-n} to {n - 1})")
+    return d % n
+
+
+@defop("reshape")
+class Reshape(Op):
+    """The same elements in another shape (one size may be -1)."""
+    view = True
+
+    def forward(self, a, shape):
+        self.in_shape = a.shape
+        try:
+            return a.reshape(shape)
+        except ValueError:
+            raise ShapeError(f"cannot reshape a tensor of shape {a.shape} ({a.size} elements) into "
+                             f"{shape}; the number of elements must stay the same") from None
+
+    def backward(self, g):
+        return (g.reshape(self.in_shape),)
+
+
+@defop("transpose")
+class Transpose(Op):
+    """Swap two dimensions."""
+    view = True
+
+    def forward(self, a, dim0, dim1):
+        self.dims = (_dim(dim0, a.ndim), _dim(dim1, a.ndim))
+        if a.ndim < 2:
+            return a
+        return namespace_of(a).swapaxes(a, *self.dims)
+
+    def backward(self, g):
+        return (g.transpose(*self.dims) if g.ndim >= 2 else g,)
+
+
+@defop("permute")
+class Permute(Op):
+    """Reorder all dimensions."""
+    view = True
+
+    def forward(self, a, dims):
+        dims = tuple(_dim(d, a.ndim) for d in dims)
+        if sorted(dims) != list(range(a.ndim)):
+            raise ShapeError(f"permute needs each of the {a.ndim} dims exactly once, got {dims}")
+        self.dims = dims
+        return namespace_of(a).transpose(a, dims)
+
+    def backward(self, g):
+        inverse = [self.dims.index(i) for i in range(len(self.dims))]
+        return (g.permute(inverse),)
+
+
+@defop("expand")
+class Expand(Op):
+    """Broadcast to a larger shape without copying (read-only)."""
+    view = True
+
+    def forward(self, a, shape):
+        self.in_shape = a.shape
+        lead = len(shape) - a.ndim
+        if lead < 0:
+            raise ShapeError(f"cannot expand shape {a.shape} to fewer dims {shape}")
+        shape = tuple(a.shape[i - lead] if n == -1 and i >= lead else n for i, n in enumerate(shape))
+        try:
+            return namespace_of(a).broadcast_to(a, shape)
+        except ValueError:
+            raise ShapeError(f"cannot expand shape {a.shape} to {shape}: only size-1 dims can grow") from None
+
+    def backward(self, g):
+        from .registry import sum_to  # noqa: PLC0415
+        return (sum_to(g, self.in_shape),)
+
+
+@defop("cat")
+class Cat(Op):
+    """Join tensors along an existing dim."""
+
+    def forward(self, *arrays, dim=0):
+        if not arrays:
+            raise ShapeError("cat needs at least one tensor")
+        d = _dim(dim, arrays[0].ndim)
+        self.dim = d
+        self.sizes = [a.shape[d] for a in arrays]
+        try:
+            return namespace_of(arrays[0]).concatenate(arrays, axis=d)
+        except ValueError:
+            raise ShapeError(f"cat along dim {d}: shapes {[a.shape for a in arrays]} must match except "
+                             f"in dim {d}") from None
+
+    def backward(self, g):
+        out = []
+        start = 0
+        lead = (slice(None),) * self.dim
+        for n, need in zip(self.sizes, self.needs_input_grad):
+            out.append(g[lead + (slice(start, start + n),)] if need else None)
+            start += n
+        return tuple(out)
+
+
+@defop("stack")
+class Stack(Op):
+    """Join tensors of one shape along a new dim."""
+
+    def forward(self, *arrays, dim=0):
+        if not arrays:
+            raise ShapeError("stack needs at least one tensor")
+        d = _dim(dim, arrays[0].ndim + 1)
+        self.dim = d
+        if any(a.shape != arrays[0].shape for a in arrays):
+            raise ShapeError(f"stack needs tensors of one shape, got {[a.shape for a in arrays]}")
+        return namespace_of(arrays[0]).stack(arrays, axis=d)
+
+    def backward(self, g):
+        lead = (slice(None),) * self.dim
+        return tuple(g[lead + (i,)] if need else None for i, need in enumerate(self.needs_input_grad))
+
+
+def _key_arrays(key):
+    """Tensors inside an index become arrays; lists become integer arrays."""
+    from ..tensor import Tensor  # noqa: PLC0415
+    if not isinstance(key, tuple):
+        key = (key,)
+    out = []
+    for k in key:
+        if isinstance(k, Tensor):
+            if k.dtype.is_floating:
+                raise IndexError_("tensors used as indices must be integer or bool tensors "
+                                  "(make them with dtype=int64, or from a comparison)")
+            out.append(k._data)
+        elif isinstance(k, bool):
+            raise IndexError_("true/false cannot index a tensor; use an integer, a slice or a bool tensor")
+        elif isinstance(k, float):
+            raise IndexError_(f"an index must be an integer, not {k!r}")
+        elif isinstance(k, list):
+            from ..backend import asarray, int64  # noqa: PLC0415
+            out.append(asarray(k, int64, "cpu"))
+        else:
+            out.append(k)
+    return tuple(out)
+
+
+def _is_basic(key):
+    return all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in key)
+
+
+@defop("getitem", node_name="IndexBackward")
+class GetItem(Op):
+    """Indexing: ints, slices, none, ..., integer tensors (gather) and bool masks."""
+    view = True
+
+    def forward(self, a, key):
+        self.key = key
+        self.in_shape = a.shape
+        self.basic = _is_basic(key)
+        try:
+            return a[key]
+        except IndexError as e:
+            raise IndexError_(f"index out of range for a tensor of shape {a.shape}: {e}") from None
+
+    def backward(self, g):
+        return (apply(IndexAdd, g, key=self.key, shape=self.in_shape, basic=self.basic),)
+
+
+@defop("index_add", node_name="IndexPutBackward", public=False)
+class IndexAdd(Op):
+    """zeros(shape) with g added at key; repeated indices add up (scatter-add)."""
+
+    def forward(self, g, key, shape, basic):
+        self.key = key
+        xp = namespace_of(g)
+        z = xp.zeros(shape, dtype=g.dtype)
+        if basic:
+            z[key] = g
+        else:
+            xp.add.at(z, key, g)       # plain z[key] += g would keep one of repeated indices
+        return z
+
+    def backward(self, gg):
+        return (getitem(gg, _Raw(self.key)),)
+
+
+@defop("index_put")
+class IndexPut(Op):
+    """A copy of a with value written at key (the out-of-place form of x[key] = value)."""
+
+    def forward(self, a, v, key):
+        self.key = key
+        out = a.copy()
+        try:
+            out[key] = v
+        except ValueError:
+            raise ShapeError(f"cannot write a value of shape {v.shape} into a slice of shape "
+                             f"{a[key].shape}") from None
+        except IndexError as e:
+            raise IndexError_(f"index out of range for a tensor of shape {a.shape}: {e}") from None
+        return out
+
+    def backward(self, g):
+        na, nv = self.needs_input_grad
+        ga = index_put(g, _Raw(self.key), 0.0) if na else None
+        gv = getitem(g, _Raw(self.key)) if nv else None
+        return ga, gv
+
+
+class _Raw(tuple):
+    """An index already converted to arrays (skips conversion)."""
+
+
+def getitem(input, key):
+    """input[key]: an int, a slice, a list of those, ``none``, or an integer/bool tensor.
+    Gathering with repeated indices adds their gradients. Example: ``x[0]``, ``x[:, 1:3]``, ``x[idx]``
+    """
+    k = key if isinstance(key, _Raw) else _key_arrays(key)
+    return apply(GetItem, input, key=tuple(k))
+
+
+def index_put(input, key, value):
+    """A copy of ``input`` with ``value`` written at ``key`` (``x[key] = value`` is its in-place form).
+    Example: ``index_put(x, 0, 5.0)``
+    """
+    k = key if isinstance(key, _Raw) else _key_arrays(key)
+    return apply(IndexPut, input, value, key=tuple(k))
+
+
+def reshape(input, *shape):
+    """The same elements in a new shape; one size may be -1. Example: ``x.reshape(2, 3)``"""
+    return apply(Reshape, input, shape=_shape_arg(shape))
+
+
+def view(input, *shape):
+    """Like reshape (autodsl makes a view whenever the layout allows). Example: ``x.view(-1)``"""
+    return reshape(input, *shape)
+
+
+def transpose(input, dim0, dim1):
+    """Swap dims dim0 and dim1 (a view). Example: ``transpose(x, 0, 1)``"""
+    return apply(Transpose, input, dim0=dim0, dim1=dim1)
+
+
+def permute(input, *dims):
+    """Reorder the dims (a view). Example: ``x.permute(2, 0, 1)``"""
+    return apply(Permute, input, dims=_shape_arg(dims))
+
+
+def unsqueeze(input, dim):
+    """Insert a size-1 dim at ``dim``. Example: ``x.unsqueeze(0)``"""
+    from ..tensor import as_tensor  # noqa: PLC0415
+    t = as_tensor(input)
+    d = _dim(dim, t.ndim + 1)
+    shape = t.shape[:d] + (1,) + t.shape[d:]
+    return reshape(t, shape)
+
+
+def squeeze(input, dim=None):
+    """Drop size-1 dims (all, or only ``dim``). Example: ``x.squeeze(1)``"""
+    from ..tensor import as_tensor  # noqa: PLC0415
+    t = as_tensor(input)
+    if dim is None:
+        shape = tuple(n for n in t.shape if n != 1)
+    else:
+        dims = dim if isinstance(dim, (list, tuple)) else [dim]
+        drop = {_dim(d, t.ndim) for d in dims}
+        shape = tuple(n for i, n in enumerate(t.shape) if not (i in drop and n == 1))
+    return reshape(t, shape)
+
+
+def expand(input, *sizes):
+    """Broadcast size-1 dims to ``sizes`` without copying (-1 keeps a size). Example: ``x.expand(3, 4)``"""
+    from ..tensor import as_tensor  # noqa: PLC0415
+    t = as_tensor(input)
+    shape = _shape_arg(sizes)
+    if shape == t.shape:
+        return t
+    out = apply(Expand, t, shape=shape)
+    return out
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    """Merge dims start_dim..end_dim into one. Example: ``x.flatten()``"""
+    from ..tensor import as_tensor  # noqa: PLC0415
+    t = as_tensor(input)
+    if t.ndim == 0:
+        return reshape(t, (1,))
+    s, e = _dim(start_dim, t.ndim), _dim(end_dim, t.ndim)
+    if s > e:
+        raise ShapeError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+    n = 1
+    for k in t.shape[s:e + 1]:
+        n *= k
+    return reshape(t, t.shape[:s] + (n,) + t.shape[e + 1:])
+
+
+def cat(tensors, dim=0):
+    """Join a list of tensors along an existing dim. Example: ``cat([a, b], dim=0)``"""
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError_("cat takes a list of tensors, e.g. cat([a, b])")
+    return apply(Cat, *tensors, dim=dim)
+
+
+def stack(tensors, dim=0):
+    """Join a list of same-shape tensors along a new dim. Example: ``stack([a, b])``"""
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError_("stack takes a list of tensors, e.g. stack([a, b])")
+    return apply(Stack, *tensors, dim=dim)

@@ -1,0 +1,376 @@
+"""Reductions: sum, mean, prod, max/min, norm, var, std, logsumexp, softmax, log_softmax.
+
+``dim`` is None (all dimensions), an int, or a list of ints; ``keepdim``
+keeps reduced dimensions with size 1, as in PyTorch.
+"""
+from __future__ import annotations
+
+import builtins
+
+from ..backend import namespace_of
+from ..errors import IndexError_, TypeError_, ValueError_
+from .registry import Op, apply, defop
+
+__all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "norm", "var", "std",
+           "logsumexp", "softmax", "log_softmax"]
+
+
+def _axes(dim, ndim):
+    if dim is None:
+        return tuple(range(ndim))
+    dims = dim if isinstance(dim, (list, tuple)) else (dim,)
+    out = []
+    n = builtins.max(ndim, 1)
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, int):
+            try:
+                d = int(d)
+            except Exception:  # noqa: BLE001
+                raise TypeError_(f"dim must be an integer or a list of integers, not {d!r}") from None
+        if not -n <= d < n:
+            raise IndexError_(f"dim {d} is out of range for a tensor with {ndim} dimensions "
+                              f"(valid: {-n} to {n - 1})")
+        out.append(d % n if ndim else 0)
+    return tuple(sorted(set(out))) if ndim else ()
+
+
+def _kept(shape, axes):
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+class _Reduction(Op):
+    """Shared bookkeeping: remember the input shape and the keepdim shape of the output."""
+
+    def _setup(self, a, dim, keepdim):
+        self.in_shape = a.shape
+        self.axes = _axes(dim, a.ndim)
+        self.kshape = _kept(a.shape, self.axes)
+        self.keepdim = keepdim
+        return self.axes
+
+    def _spread(self, g):
+        """g (output shape) -> broadcastable keepdim shape."""
+        return g if self.keepdim else g.reshape(self.kshape)
+
+    def _expand(self, g):
+        from .movement import expand  # noqa: PLC0415
+        return expand(self._spread(g), self.in_shape)
+
+
+@defop("sum")
+class Sum(_Reduction):
+    """Sum over dim."""
+    def forward(self, a, dim=None, keepdim=False):
+        axes = self._setup(a, dim, keepdim)
+        return a.sum(axis=axes, keepdims=keepdim)
+
+    def backward(self, g):
+        return (self._expand(g),)
+
+
+@defop("mean")
+class Mean(_Reduction):
+    """Mean over dim."""
+    def forward(self, a, dim=None, keepdim=False):
+        axes = self._setup(a, dim, keepdim)
+        self.count = 1
+        for ax in axes:
+            self.count *= a.shape[ax]
+        return a.mean(axis=axes, keepdims=keepdim)
+
+    def backward(self, g):
+        return (self._expand(g) / self.count,)
+
+
+@defop("prod")
+class Prod(_Reduction):
+    """Product over dim."""
+    save_output = True
+
+    def forward(self, a, dim=None, keepdim=False):
+        axes = self._setup(a, dim, keepdim)
+        self.save_for_backward(self.inputs[0])
+        return a.prod(axis=axes, keepdims=keepdim)
+
+    def backward(self, g):
+        x, out = self.saved_tensors
+        xp = namespace_of(x._data)
+        if not (x._data == 0).any():
+            return (self._expand(g) * self._spread(out).expand(self.in_shape) / x,)
+        # With zeros, out/x is 0/0: use the product of the other elements, from
+        # exclusive cumulative products over the reduced dims (as torch's prod_backward).
+        # This branch works on arrays, so it is not differentiable a second time.
+        a = x._data
+        rest = [i for i in range(a.ndim) if i not in self.axes]
+        perm = rest + list(self.axes)
+        moved = xp.transpose(a, perm)
+        flat = moved.reshape(moved.shape[:len(rest)] + (-1,))
+        ones = xp.ones(flat.shape[:-1] + (1,), dtype=a.dtype)
+        left = xp.concatenate([ones, xp.cumprod(flat, axis=-1)[..., :-1]], axis=-1)
+        right = xp.flip(xp.concatenate([ones, xp.cumprod(xp.flip(flat, -1), axis=-1)[..., :-1]], axis=-1), -1)
+        inverse = [perm.index(i) for i in range(a.ndim)]
+        others = xp.transpose((left * right).reshape(moved.shape), inverse)
+        from ..tensor import Tensor  # noqa: PLC0415
+        return (self._expand(g) * Tensor(others, _device=x.device),)
+
+
+class _Extreme(_Reduction):
+    pick = None
+
+    def forward(self, a, dim=None, keepdim=False):
+        axes = self._setup(a, dim, keepdim)
+        if a.size == 0:
+            raise ValueError_(f"{self.op_name} of an empty tensor has no value; check the shape")
+        self.save_for_backward(self.inputs[0])
+        out = getattr(a, self.pick)(axis=axes, keepdims=True)
+        self.kept_out = out
+        return out if keepdim else out.reshape([n for i, n in enumerate(a.shape) if i not in axes])
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        from ..tensor import Tensor  # noqa: PLC0415
+        m = Tensor(self.kept_out, _device=x.device)
+        hit = (x == m)
+        count = hit.sum(dim=self.axes, keepdim=True)
+        # torch (amax/amin and full max()/min()): ties share the gradient evenly
+        from .elementwise import where  # noqa: PLC0415
+        return (where(hit, self._spread(g) / count, 0.0),)
+
+
+@defop("amax", node_name="MaxBackward")
+class Amax(_Extreme):
+    """Largest value over dim."""
+    pick = "max"
+
+
+@defop("amin", node_name="MinBackward")
+class Amin(_Extreme):
+    """Smallest value over dim."""
+    pick = "min"
+
+
+@defop("norm")
+class Norm(_Reduction):
+    """Euclidean (2-) norm over dim."""
+    save_output = True
+
+    def forward(self, a, dim=None, keepdim=False):
+        axes = self._setup(a, dim, keepdim)
+        self.save_for_backward(self.inputs[0])
+        xp = namespace_of(a)
+        return xp.sqrt((a * a).sum(axis=axes, keepdims=keepdim))
+
+    def backward(self, g):
+        x, out = self.saved_tensors
+        from .elementwise import where  # noqa: PLC0415
+        o = self._spread(out)
+        return (where(o == 0, 0.0, self._spread(g) * x / o),)   # torch: 0 at the zero vector
+
+
+@defop("var")
+class Var(_Reduction):
+    """Variance over dim with Bessel's correction (correction=1) unless told otherwise."""
+    def forward(self, a, dim=None, keepdim=False, correction=1):
+        axes = self._setup(a, dim, keepdim)
+        self.save_for_backward(self.inputs[0])
+        n = 1
+        for ax in axes:
+            n *= a.shape[ax]
+        self.denom = n - correction
+        mu = a.mean(axis=axes, keepdims=True)
+        d = a - mu
+        return (d * d).sum(axis=axes, keepdims=keepdim) / self.denom
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        mu = x.mean(dim=self.axes, keepdim=True)
+        return (self._spread(g) * (2.0 / self.denom) * (x - mu),)   # d var = 2(x - mean)/(n - c)
+
+
+@defop("std")
+class Std(_Reduction):
+    """Standard deviation over dim (correction=1 by default)."""
+    save_output = True
+
+    def forward(self, a, dim=None, keepdim=False, correction=1):
+        axes = self._setup(a, dim, keepdim)
+        self.save_for_backward(self.inputs[0])
+        n = 1
+        for ax in axes:
+            n *= a.shape[ax]
+        self.denom = n - correction
+        xp = namespace_of(a)
+        mu = a.mean(axis=axes, keepdims=True)
+        d = a - mu
+        return xp.sqrt((d * d).sum(axis=axes, keepdims=keepdim) / self.denom)
+
+    def backward(self, g):
+        x, out = self.saved_tensors
+        mu = x.mean(dim=self.axes, keepdim=True)
+        return (self._spread(g) * (x - mu) / (self.denom * self._spread(out)),)   # d std = (x-mean)/((n-c) std)
+
+
+@defop("logsumexp")
+class Logsumexp(_Reduction):
+    """log(sum(exp(a))) over dim, shifted by the max so that it never overflows."""
+    save_output = True
+
+    def forward(self, a, dim=None, keepdim=False):
+        axes = self._setup(a, dim, keepdim)
+        self.save_for_backward(self.inputs[0])
+        return _logsumexp(a, axes, keepdim)
+
+    def backward(self, g):
+        x, out = self.saved_tensors
+        from .elementwise import exp  # noqa: PLC0415
+        return (self._spread(g) * exp(x - self._spread(out)),)   # d lse = softmax(x)
+
+
+def _logsumexp(a, axes, keepdim):
+    xp = namespace_of(a)
+    m = a.max(axis=axes, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, 0)     # an all -inf slice stays -inf, not nan
+    s = xp.log(xp.exp(a - m).sum(axis=axes, keepdims=True)) + m
+    return s if keepdim else s.reshape([n for i, n in enumerate(a.shape) if i not in axes])
+
+
+@defop("softmax")
+class Softmax(Op):
+    """exp(a) / sum(exp(a)) along dim, max-shifted."""
+    save_output = True
+
+    def forward(self, a, dim):
+        (self.axis,) = _axes(dim, a.ndim) or (0,)
+        xp = namespace_of(a)
+        m = a.max(axis=self.axis, keepdims=True)
+        m = xp.where(xp.isfinite(m), m, 0)
+        e = xp.exp(a - m)
+        return e / e.sum(axis=self.axis, keepdims=True)
+
+    def backward(self, g):
+        (out,) = self.saved_tensors
+        return (out * (g - (g * out).sum(dim=self.axis, keepdim=True)),)   # J = diag(s) - s s^T
+
+
+@defop("log_softmax")
+class LogSoftmax(Op):
+    """a - logsumexp(a) along dim."""
+    save_output = True
+
+    def forward(self, a, dim):
+        (self.axis,) = _axes(dim, a.ndim) or (0,)
+        return a - _logsumexp(a, (self.axis,), True)
+
+    def backward(self, g):
+        (out,) = self.saved_tensors
+        from .elementwise import exp  # noqa: PLC0415
+        return (g - exp(out) * g.sum(dim=self.axis, keepdim=True),)
+
+
+# -- public functions ---------------------------------------------------------------------------
+
+def sum(input, dim=None, keepdim=False):
+    """Sum of the elements, over all dims or over ``dim`` (int or list). Example: ``x.sum(dim=0)``"""
+    return apply(Sum, input, dim=dim, keepdim=keepdim)
+
+
+def mean(input, dim=None, keepdim=False):
+    """Mean of the elements (floating tensors), over all dims or ``dim``. Example: ``x.mean(dim=1)``"""
+    from ..tensor import as_tensor  # noqa: PLC0415
+    t = as_tensor(input)
+    if not t.dtype.is_floating:
+        from ..errors import DTypeError  # noqa: PLC0415
+        raise DTypeError(f"mean needs a floating tensor, this one is {t.dtype.name}; "
+                         "convert it with .to(dtype=float64)")
+    return apply(Mean, t, dim=dim, keepdim=keepdim)
+
+
+def prod(input, dim=None, keepdim=False):
+    """Product of the elements (zeros handled in the gradient). Example: ``prod(x)``"""
+    return apply(Prod, input, dim=dim, keepdim=keepdim)
+
+
+def amax(input, dim=None, keepdim=False):
+    """Largest element over ``dim``; ties share the gradient evenly. Example: ``amax(x, dim=0)``"""
+    return apply(Amax, input, dim=dim, keepdim=keepdim)
+
+
+def amin(input, dim=None, keepdim=False):
+    """Smallest element over ``dim``; ties share the gradient evenly. Example: ``amin(x, dim=0)``"""
+    return apply(Amin, input, dim=dim, keepdim=keepdim)
+
+
+def max(input, other=None, dim=None, keepdim=False):
+    """``max(x)`` / ``x.max(dim=0)``: the largest element (a reduction; ties share the gradient
+    evenly). ``max(a, b)``: the elementwise maximum (ties split in half).
+
+    Note: with ``dim`` this returns the values only (like PyTorch's ``amax``), not (values, indices).
+    Example: ``max(x)``, ``x.max(dim=1, keepdim=true)``, ``max(x, 0)``
+    """
+    if other is not None:
+        if dim is not None:
+            raise TypeError_("max(a, b) is elementwise and takes no dim; use max(a, dim=...) to reduce")
+        from .elementwise import maximum  # noqa: PLC0415
+        return maximum(input, other)
+    return amax(input, dim=dim, keepdim=keepdim)
+
+
+def min(input, other=None, dim=None, keepdim=False):
+    """``min(x)`` / ``x.min(dim=0)``: the smallest element (ties share the gradient evenly).
+    ``min(a, b)``: the elementwise minimum (ties split in half). Example: ``x.min()``
+    """
+    if other is not None:
+        if dim is not None:
+            raise TypeError_("min(a, b) is elementwise and takes no dim; use min(a, dim=...) to reduce")
+        from .elementwise import minimum  # noqa: PLC0415
+        return minimum(input, other)
+    return amin(input, dim=dim, keepdim=keepdim)
+
+
+def norm(input, p=2, dim=None, keepdim=False):
+    """The p-norm over all dims or ``dim``: p = 2 (default), 1, inf, or any positive number.
+    The gradient of the 2-norm at the zero vector is 0. Example: ``norm(x)``, ``x.norm(p=1)``
+    """
+    if p == 2 or p == "fro":
+        return apply(Norm, input, dim=dim, keepdim=keepdim)
+    from .elementwise import abs as _abs  # noqa: PLC0415
+    if p == 1:
+        return sum(_abs(input), dim=dim, keepdim=keepdim)
+    if p == float("inf"):
+        return amax(_abs(input), dim=dim, keepdim=keepdim)
+    if not isinstance(p, (int, float)) or p <= 0:
+        raise ValueError_(f"norm: p must be a positive number or inf, not {p!r}")
+    return sum(_abs(input) ** p, dim=dim, keepdim=keepdim) ** (1.0 / p)
+
+
+def var(input, dim=None, keepdim=False, correction=1, unbiased=None):
+    """Variance, divided by n - correction (correction=1: Bessel's; ``unbiased=false`` means 0).
+    Example: ``x.var(dim=0)``
+    """
+    if unbiased is not None:
+        correction = 1 if unbiased else 0
+    return apply(Var, input, dim=dim, keepdim=keepdim, correction=correction)
+
+
+def std(input, dim=None, keepdim=False, correction=1, unbiased=None):
+    """Standard deviation, sqrt of ``var`` (same keywords). Example: ``std(x)``"""
+    if unbiased is not None:
+        correction = 1 if unbiased else 0
+    return apply(Std, input, dim=dim, keepdim=keepdim, correction=correction)
+
+
+def logsumexp(input, dim, keepdim=False):
+    """log(sum(exp(x))) over ``dim``, stable for huge values and -inf entries.
+    Example: ``logsumexp(x, dim=0)``
+    """
+    return apply(Logsumexp, input, dim=dim, keepdim=keepdim)
+
+
+def softmax(input, dim):
+    """Softmax along ``dim`` (max-shifted, stable). Example: ``softmax(x, dim=-1)``"""
+    return apply(Softmax, input, dim=dim)
+
+
+def log_softmax(input, dim):
+    """log(softmax(x)) along ``dim``, computed as x - logsumexp(x). Example: ``log_softmax(x, dim=1)``"""
+    return apply(LogSoftmax, input, dim=dim)

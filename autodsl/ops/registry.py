@@ -1,0 +1,295 @@
+"""The op table: ``defop`` registers an op class, ``apply`` runs it and builds its node.
+
+An op class subclasses ``Op`` (a graph ``Node``) and defines
+
+* ``forward(self, *arrays, **params) -> array``: backend arrays in, one array
+  out. ``self.inputs`` holds the input Tensors, for ``save_for_backward``.
+* ``backward(self, g) -> tuple``: ``g`` is a Tensor; one Tensor (or None)
+  per input, written with autodsl's own ops so that ``create_graph=true``
+  gives higher-order derivatives. The engine reduces broadcast gradients to
+  each input's shape, so ops never un-broadcast.
+
+``differentiable`` lists which inputs can receive a gradient (default: all);
+``view = True`` marks ops whose output may share storage with input 0.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backend
+from ..autograd import grad_mode
+from ..autograd.node import SOURCE_POS, Node, SavedTensor, next_seq_nr
+from ..errors import AutogradError, DeviceError, DSLError, DTypeError, ShapeError
+from ..tensor import PUBLIC_METHODS, Tensor, as_tensor
+
+__all__ = ["Op", "defop", "apply", "inplace", "REGISTRY", "OpInfo", "sum_to", "to_op"]
+
+
+class OpInfo:
+    """One row of the op table: name, node name, class, arity, differentiable inputs, doc."""
+
+    __slots__ = ("name", "node_name", "cls", "differentiable", "public", "doc")
+
+    def __init__(self, name, node_name, cls, differentiable, public, doc):
+        self.name = name
+        self.node_name = node_name
+        self.cls = cls
+        self.differentiable = differentiable
+        self.public = public
+        self.doc = doc
+
+    def __repr__(self) -> str:
+        return f"OpInfo({self.name!r}, {self.node_name})"
+
+
+REGISTRY: dict[str, OpInfo] = {}
+
+
+class Op(Node):
+    """Base class of op nodes (see the module doc)."""
+
+    differentiable = None
+    view = False
+    never_differentiable = False
+    save_output = False   # append the output to the saved tensors (exp, sigmoid, ...)
+
+    def save_for_backward(self, *tensors) -> None:
+        if self._record:
+            Node.save_for_backward(self, *tensors)
+
+    def forward(self, *arrays, **params):  # pragma: no cover
+        raise NotImplementedError
+
+    def backward(self, g):  # pragma: no cover
+        raise NotImplementedError
+
+    def apply(self, g):
+        return self.backward(g)
+
+
+def defop(name: str, *, node_name: str | None = None, public: bool = True):
+    """Class decorator: register an op under ``name`` with grad_fn name ``node_name``."""
+    def deco(cls):
+        cls.name = node_name or "".join(p.capitalize() for p in name.split("_")) + "Backward"
+        cls.op_name = name
+        REGISTRY[name] = OpInfo(name, cls.name, cls, cls.differentiable, public,
+                                (cls.__doc__ or "").strip())
+        return cls
+    return deco
+
+
+def _to_tensors(inputs):
+    like = None
+    for v in inputs:
+        if isinstance(v, Tensor):
+            if like is None or (v.dtype.is_floating and not like.dtype.is_floating):
+                like = v
+    out = []
+    for v in inputs:
+        out.append(v if isinstance(v, Tensor) else as_tensor(v, like=like))
+    return out
+
+
+def apply(cls, *inputs, **params) -> Tensor:
+    """Run op ``cls`` on ``inputs`` (Tensors or numbers) and record its node when needed."""
+    tensors = _to_tensors(inputs)
+    device = tensors[0].device if tensors else backend.get_default_device()
+    for t in tensors:
+        if t.device != device:
+            raise DeviceError(f"{cls.op_name}: tensors on different devices ({device} and {t.device}); "
+                              "move them to one device with .to(\"cpu\") or .to(\"cuda\")")
+    node = cls.__new__(cls)
+    diff = cls.differentiable
+    record = False
+    if not cls.never_differentiable and grad_mode.is_grad_enabled():
+        for i, t in enumerate(tensors):
+            if t._requires_grad and (diff is None or i in diff):
+                record = True
+                break
+    node._record = record
+    node._saved = None
+    node.inputs = tensors
+    try:
+        with np.errstate(all="ignore"):
+            out_arr = node.forward(*[t._data for t in tensors], **params)
+    except DSLError:
+        raise
+    except (ValueError, IndexError, TypeError) as e:
+        raise _translate(cls, tensors, e) from None
+    if not hasattr(out_arr, "shape") or isinstance(out_arr, np.generic):
+        out_arr = backend.xp(device).asarray(out_arr)
+    out = Tensor(out_arr, _device=device)
+    if cls.view and tensors and np.may_share_memory(out_arr, tensors[0]._data):
+        src = tensors[0]
+        out._version = src._version
+        out._base = src._base if src._base is not None else src
+    node.inputs = None
+    if record:
+        node._released = False
+        node._retained = None
+        node.seq_nr = next_seq_nr()
+        node.pos = SOURCE_POS.get()
+        node.next_edges = tuple(
+            (t.grad_fn or t._accumulate_node()) if t._requires_grad and (diff is None or i in diff) else None
+            for i, t in enumerate(tensors))
+        node.input_shapes = tuple(t._data.shape for t in tensors)
+        node.input_dtypes = tuple(t.dtype for t in tensors)
+        node.needs_input_grad = tuple(e is not None for e in node.next_edges)
+        if cls.save_output:
+            node._saved = (node._saved or ()) + (SavedTensor(out),)
+        out.grad_fn = node
+        out._requires_grad = True
+    return out
+
+
+def _translate(cls, tensors, e):
+    shapes = ", ".join(str(t.shape) for t in tensors)
+    msg = str(e)
+    if "broadcast" in msg or "shape" in msg or "align" in msg or "mismatch" in msg or "size" in msg:
+        return ShapeError(f"{cls.op_name}: the shapes {shapes} do not fit ({msg}); "
+                          "check the shapes with .shape, or reshape/transpose one operand")
+    if isinstance(e, IndexError):
+        from ..errors import IndexError_  # noqa: PLC0415
+        return IndexError_(f"{cls.op_name}: {msg}")
+    from ..errors import ValueError_  # noqa: PLC0415
+    return ValueError_(f"{cls.op_name}: {msg}")
+
+
+def inplace(fn, target: Tensor, *args, what: str = "in-place operation") -> Tensor:
+    """Run ``fn(target, *args)`` and write the result into ``target``'s storage.
+
+    Follows PyTorch: refused on a leaf that requires grad (and its views) while
+    grad mode is on; bumps the version counter; when recording, the target's
+    history becomes the new node (its old value is kept for backward).
+    """
+    recording = grad_mode.is_grad_enabled() and (
+        target._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args))
+    base = target._base
+    if grad_mode.is_grad_enabled():
+        for t in (target, base):
+            if t is not None and t.grad_fn is None and t._requires_grad:
+                raise AutogradError(
+                    f"{what} on a leaf tensor that requires grad: autograd needs its value as it is. "
+                    "Update parameters inside a no_grad block (no_grad { w -= lr * w.grad }), "
+                    "or write y = y - ... to make a new tensor")
+        if recording and base is not None:
+            raise AutogradError(
+                f"{what} on a view (a slice or reshape) of another tensor while recording gradients "
+                "is not supported; write into the whole tensor (x[i] = ...), or clone() the view first")
+    if recording:
+        old = Tensor(target._data.copy(), _device=target.device)
+        old.grad_fn = target.grad_fn
+        old._requires_grad = target._requires_grad
+        if target.grad_fn is None and target._requires_grad:
+            old._accumulate = target._accumulate_node()
+        out = fn(old, *args)
+    else:
+        with grad_mode.no_grad():
+            out = fn(target, *args)
+    _write(target, out, what)
+    if recording:
+        target.grad_fn = out.grad_fn
+        target._requires_grad = out._requires_grad
+    return target
+
+
+def _write(target: Tensor, out: Tensor, what: str) -> None:
+    if out.dtype is not target.dtype and out.dtype.is_floating and not target.dtype.is_floating:
+        raise DTypeError(f"{what}: the result is {out.dtype.name} but the tensor written into is "
+                         f"{target.dtype.name}; make the tensor floating (dtype=float64) first")
+    if out.shape != target.shape:
+        try:
+            ok = np.broadcast_shapes(out.shape, target.shape) == target.shape
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ShapeError(f"{what}: the result has shape {out.shape}, which does not fit the tensor "
+                             f"written into (shape {target.shape})")
+    try:
+        target._data[...] = out._data
+    except ValueError as e:
+        raise AutogradError(f"{what}: this tensor cannot be written into ({e}); "
+                            "an expanded tensor shares memory between elements, clone() it first") from None
+    target._version[0] += 1
+
+
+# -- helpers that the engine and several ops use ---------------------------------------------
+
+def _sum_to_axes(shape, target):
+    lead = len(shape) - len(target)
+    axes = list(range(lead))
+    for i, n in enumerate(target):
+        if n == 1 and shape[lead + i] != 1:
+            axes.append(lead + i)
+    return tuple(axes), lead
+
+
+@defop("sum_to", node_name="SumBackward", public=False)
+class SumTo(Op):
+    """Reduce a broadcast gradient back to ``shape`` (the inverse of expand)."""
+
+    def forward(self, a, shape):
+        self.shape_in = a.shape
+        if len(shape) > a.ndim:
+            raise ValueError(f"cannot sum shape {a.shape} to {shape}")
+        axes, lead = _sum_to_axes(a.shape, shape)
+        for i, n in enumerate(shape):
+            if n != 1 and a.shape[lead + i] != n:
+                raise ValueError(f"cannot sum shape {a.shape} to {shape}")
+        out = a.sum(axis=axes, keepdims=True) if axes else a
+        return out.reshape(shape)
+
+    def backward(self, g):
+        from .movement import expand  # noqa: PLC0415
+        return (expand(g, self.shape_in),)
+
+
+def sum_to(x: Tensor, shape) -> Tensor:
+    """Sum ``x`` over broadcast dimensions so that it has ``shape``."""
+    shape = tuple(shape)
+    if x.shape == shape:
+        return x
+    return apply(SumTo, x, shape=shape)
+
+
+@defop("to", node_name="ToCopyBackward", public=False)
+class ToCopy(Op):
+    """Copy to another dtype and/or device."""
+
+    def forward(self, a, dtype, device):
+        self.src = (backend.dtype_of(a), backend.device_of(a))
+        if device != backend.device_of(a):
+            host = backend.to_host(a)
+            a = backend.xp(device).asarray(host)
+        return a.astype(dtype.np, copy=False) if dtype is not None else a
+
+    def backward(self, g):
+        dt, dev = self.src
+        return (to_op(g, device=dev, dtype=dt if dt.is_floating else None),)
+
+
+def to_op(x: Tensor, device=None, dtype=None) -> Tensor:
+    dev = x.device if device is None else backend.check_device(device)
+    dt = None if dtype is None else backend.as_dtype(dtype)
+    if dev == x.device and (dt is None or dt is x.dtype):
+        return x
+    if dt is not None and not dt.is_floating and x.requires_grad and grad_mode.is_grad_enabled():
+        with grad_mode.no_grad():
+            return _to_device_out(x, dev, dt)
+    return _to_device_out(x, dev, dt)
+
+
+def _to_device_out(x, dev, dt):
+    out = apply(ToCopy, x, dtype=dt, device=dev)
+    out.device = dev
+    return out
+
+
+def install(names_to_functions: dict, *, properties: dict | None = None) -> None:
+    """Install functions as Tensor methods (first argument: the tensor) and list them for the language."""
+    for name, fn in names_to_functions.items():
+        setattr(Tensor, name, fn)
+        if not name.startswith("_"):
+            PUBLIC_METHODS.add(name)
+    for name, fn in (properties or {}).items():
+        setattr(Tensor, name, property(fn))

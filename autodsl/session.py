@@ -1,0 +1,174 @@
+"""Session: one namespace of the language, its defaults, and ``run(source)``.
+
+    s = autodsl.Session(device="cpu")
+    s.run("w = tensor(2.0, requires_grad=true)\\ny = w^3\\ny.backward()")
+    s["w"].grad            # tensor 12
+    s.last_trace           # the last backward's trace (when tracing is on)
+
+``run`` parses the whole source first (a syntax error anywhere runs nothing),
+then executes it statement by statement under the session's default device
+and dtype. A bare expression statement prints its value; ``run`` returns the
+value of the last statement when it is a bare expression, else None. An error
+raises a DSLError with its position; bindings made before the failing
+statement stay, and the failing statement binds nothing.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+import warnings
+from typing import Any, Iterable
+
+from .errors import DSLError, NameError_
+from .lang import ast as A
+from .lang.builtins import make_builtins
+from .lang.interpreter import Interpreter
+from .lang.parser import parse
+
+__all__ = ["Session"]
+
+PREDEFINED = ("inf", "nan", "pi", "float32", "float64", "int64", "bool")
+
+# deep `^` chains, nested brackets and user recursion (capped at 200 calls) need
+# more Python frames than the default 1000; Python 3.11 frames of Python code
+# do not use the C stack, so this is safe.
+_RECURSION_LIMIT = 20000
+
+
+class UnknownNameError(NameError_, KeyError):
+    """``session[name]`` for a name that is not bound (also a KeyError)."""
+
+
+def _predefined() -> dict:
+    from . import backend
+    names: dict[str, Any] = {"inf": math.inf, "nan": math.nan, "pi": math.pi}
+    for dt in ("float32", "float64", "int64", "bool"):
+        names[dt] = backend.as_dtype(dt)
+    return names
+
+
+class Session:
+    """A namespace of the language with default device and dtype; see the module docs."""
+
+    def __init__(self, device: str = "cpu", dtype=None, trace: bool = False, echo: bool = True,
+                 out=None):
+        from . import backend
+        self.device = backend.check_device(device)
+        if dtype is not None:
+            with backend.defaults(dtype=dtype):   # validates it (floating dtypes only)
+                pass
+        self.dtype = dtype
+        self.trace = bool(trace)
+        self.echo = echo
+        self.out = out
+        self.last_trace = None
+        self.namespace: dict[str, Any] = _predefined()
+        self._builtins = make_builtins(lambda: self.out)
+        self._interp = Interpreter(self.namespace, self._builtins, echo=self._echo)
+
+    # -- running ---------------------------------------------------------------
+    def parse(self, source: str, filename: str = "<string>") -> A.Program:
+        """Parse without running (raises ParseError)."""
+        return parse(source, filename)
+
+    def run(self, source: str | A.Program, filename: str = "<string>"):
+        """Parse all of ``source``, then run it; the last bare expression's value, or None."""
+        program = source if isinstance(source, A.Program) else parse(source, filename)
+        from . import backend
+        from .autograd.trace import is_trace_enabled, tracing
+        old_limit = sys.getrecursionlimit()
+        if old_limit < _RECURSION_LIMIT:
+            sys.setrecursionlimit(_RECURSION_LIMIT)
+        seen: set = set()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("always")
+                warnings.showwarning = self._make_warning_handler(program, seen)
+                with backend.defaults(device=self.device, dtype=self.dtype), \
+                        tracing(self.trace, sink=self._set_last_trace):
+                    try:
+                        value, _ = self._interp.run(program)
+                    finally:
+                        self.trace = is_trace_enabled()
+            return value
+        finally:
+            if old_limit < _RECURSION_LIMIT:
+                sys.setrecursionlimit(old_limit)
+
+    def _set_last_trace(self, trace) -> None:
+        self.last_trace = trace
+
+    def _echo(self, value) -> None:
+        if not self.echo:
+            return
+        out = self.out if self.out is not None else sys.stdout
+        out.write(_format(value) + "\n")
+
+    def _make_warning_handler(self, program: A.Program, seen: set):
+        interp = self._interp
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            pos = None
+            try:
+                from .autograd.node import SOURCE_POS
+                pos = SOURCE_POS.get()
+            except ImportError:  # pragma: no cover
+                pass
+            if pos is None and interp.current_stmt is not None:
+                st = interp.current_stmt
+                pos = (program.source.filename if program.source else "<string>", st.line, st.column)
+            where = f"{pos[0] or '<string>'}:{pos[1]}:{pos[2]}" if pos else "<string>"
+            text = f"{where}: warning: {message}"
+            if text in seen:
+                return
+            seen.add(text)
+            sys.stderr.write(text + "\n")
+
+        return show
+
+    # -- the namespace ---------------------------------------------------------
+    def __getitem__(self, name: str):
+        try:
+            return self.namespace[name]
+        except KeyError:
+            raise UnknownNameError(f"`{name}` is not defined in this session") from None
+
+    def __setitem__(self, name: str, value) -> None:
+        if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+            raise NameError_(f"{name!r} cannot be a name in the language (letters, digits and `_`, "
+                             "not starting with `_` or a digit)")
+        self.namespace[name] = value
+
+    def __contains__(self, name) -> bool:
+        return name in self.namespace
+
+    def get(self, name: str, default=None):
+        return self.namespace.get(name, default)
+
+    def names(self) -> list[str]:
+        """Every name a script can use here: its bindings and the built-ins (for completion)."""
+        return sorted(set(self.namespace) | set(self._builtins))
+
+    def bindings(self) -> dict[str, Any]:
+        """The session's own bindings (predefined and user-made), as a new dict."""
+        return dict(self.namespace)
+
+    @property
+    def builtins(self) -> dict:
+        return dict(self._builtins)
+
+    def __repr__(self) -> str:
+        return f"Session(device={self.device!r}, dtype={self.dtype!r}, trace={self.trace})"
+
+
+def _format(value) -> str:
+    try:
+        from .display import format_value
+    except ImportError:  # pragma: no cover
+        return repr(value)
+    return format_value(value)
+
+
+def names_of(session: Session) -> Iterable[str]:  # pragma: no cover - tiny helper for the REPL
+    return session.names()

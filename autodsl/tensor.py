@@ -1,0 +1,324 @@
+"""Tensor: an n-d array with the autograd state PyTorch users know.
+
+Storage is a backend array (NumPy, or CuPy on "cuda"). Views (basic
+indexing, transpose, reshape where possible) and ``detach()`` share storage
+*and* the version counter with the tensor they came from, so an in-place
+write through any alias is seen by all of them and by the saved-tensor check.
+
+Operator dunders and op methods (``__mul__``, ``.relu()``, ``.sum()``) are
+installed on the class by ``autodsl.ops.registry``; this module never imports
+the ops.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from . import backend
+from .autograd import grad_mode
+from .autograd.node import AccumulateGrad
+from .errors import AutogradError, DTypeError, ShapeError, TypeError_, ValueError_
+
+__all__ = ["Tensor", "as_tensor", "PUBLIC_ATTRIBUTES", "PUBLIC_METHODS"]
+
+# What the language may read on a tensor; the op registry adds its methods to
+# PUBLIC_METHODS. Anything else is unreachable from a script.
+PUBLIC_ATTRIBUTES = frozenset({
+    "shape", "dtype", "device", "requires_grad", "is_leaf", "grad", "grad_fn",
+    "retains_grad", "T", "ndim", "data", "version",
+})
+PUBLIC_METHODS = {
+    "backward", "detach", "retain_grad", "zero_grad", "item", "tolist",
+    "requires_grad_", "size", "dim", "numel", "to", "cpu", "cuda",
+}
+
+
+class Tensor:
+    """An n-d array that can record the operations made on it.
+
+    Attributes (read): ``shape`` (tuple of ints), ``dtype`` (float32, float64,
+    int64, bool), ``device`` ("cpu" or "cuda"), ``requires_grad``, ``is_leaf``,
+    ``grad`` (a Tensor or None), ``grad_fn`` (the node that made it, None for
+    leaves), ``retains_grad``, ``version`` (in-place writes so far).
+
+    Make tensors with ``autodsl.tensor(...)`` and the other creation functions.
+    """
+
+    __slots__ = ("_data", "_version", "_base", "_requires_grad", "grad_fn", "_grad",
+                 "_retains_grad", "_accumulate", "device", "_view_key", "__weakref__")
+
+    __array_priority__ = 1000  # numpy scalars defer to our dunders
+
+    def __init__(self, data, requires_grad: bool = False, *, _device: str | None = None):
+        self._data = data
+        self._version = [0]
+        self._base = None
+        self._view_key = None
+        self.grad_fn = None
+        self._grad = None
+        self._retains_grad = False
+        self._accumulate = None
+        self.device = _device or backend.device_of(data)
+        self._requires_grad = False
+        if requires_grad:
+            self.requires_grad = True
+
+    # -- basic properties -----------------------------------------------------------
+    @property
+    def data(self) -> "Tensor":
+        """An alias of the same storage that does not require grad (like ``detach()``)."""
+        return self.detach()
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self._data.shape)
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def dtype(self) -> backend.DType:
+        return backend.dtype_of(self._data)
+
+    @property
+    def version(self) -> int:
+        """How many in-place writes this tensor's storage has seen."""
+        return self._version[0]
+
+    def dim(self) -> int:
+        """Number of dimensions."""
+        return self._data.ndim
+
+    def numel(self) -> int:
+        """Number of elements."""
+        return int(self._data.size)
+
+    def size(self, dim: int | None = None):
+        """The shape, or the length of dimension ``dim``."""
+        if dim is None:
+            return self.shape
+        return self.shape[_norm_dim(dim, self.ndim)]
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError_("len() of a 0-d tensor; it has no first dimension")
+        return self._data.shape[0]
+
+    # -- autograd state --------------------------------------------------------------
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors made by the user, and for op outputs when no input requires grad."""
+        return self.grad_fn is None
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag) -> None:
+        flag = bool(flag)
+        if self.grad_fn is not None:
+            if not flag:
+                raise AutogradError(
+                    "requires_grad can only be changed on a leaf tensor; this one was made by "
+                    f"{self.grad_fn.name}. Use y = x.detach() to get a tensor that does not require grad")
+            return
+        if flag and not self.dtype.is_floating:
+            raise DTypeError(
+                f"only floating-point tensors can require grad, and this one is {self.dtype.name}; "
+                "make it with dtype=float64 (or float32)")
+        self._requires_grad = flag
+        if not flag:
+            self._accumulate = None
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Set ``requires_grad`` in place (leaves only) and return the tensor."""
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def retains_grad(self) -> bool:
+        """True when ``retain_grad()`` was called on this non-leaf."""
+        return self._retains_grad
+
+    def retain_grad(self) -> None:
+        """Ask backward to fill ``.grad`` of this non-leaf tensor too (a no-op on leaves)."""
+        if self.grad_fn is None:
+            if not self._requires_grad:
+                raise AutogradError("retain_grad() on a tensor that does not require grad; "
+                                    "set requires_grad=true first")
+            return
+        if self._retains_grad:
+            return
+        self._retains_grad = True
+        node = self.grad_fn
+        if node._retained is None:
+            node._retained = []
+        node._retained.append(self)
+
+    @property
+    def grad(self):
+        """The accumulated gradient (a Tensor of this tensor's shape) or None.
+
+        Reading it on a non-leaf that did not call ``retain_grad()`` warns and
+        gives None, as in PyTorch.
+        """
+        if self.grad_fn is not None and not self._retains_grad:
+            warnings.warn(
+                "the .grad of a non-leaf tensor is not kept by backward, so it is none; "
+                "call retain_grad() on it before backward if you want it", UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is None:
+            self._grad = None
+            return
+        if not isinstance(value, Tensor):
+            raise TypeError_("a gradient must be a tensor or none")
+        if value.shape != self.shape:
+            raise ShapeError(f"the gradient has shape {value.shape}, but the tensor has shape {self.shape}; "
+                             "they must match")
+        if value.device != self.device:
+            from .errors import DeviceError  # noqa: PLC0415
+            raise DeviceError(f"the gradient is on {value.device}, the tensor on {self.device}")
+        self._grad = value
+
+    def zero_grad(self) -> None:
+        """Forget the accumulated gradient (sets ``.grad`` to none)."""
+        self._grad = None
+
+    def _accumulate_node(self) -> AccumulateGrad:
+        acc = self._accumulate
+        if acc is None:
+            acc = self._accumulate = AccumulateGrad(self)
+        return acc
+
+    def detach(self) -> "Tensor":
+        """A tensor that shares this one's storage and version counter, with no history.
+
+        It has ``requires_grad=false`` and ``is_leaf=true``; writes through it
+        are seen by this tensor (``x = y.detach(); x[0] = 4`` sets ``y[0]``).
+        """
+        # Shares data and version counter, but is not an autograd view: writing
+        # through it is allowed even when self is a leaf that requires grad.
+        out = Tensor(self._data, _device=self.device)
+        out._version = self._version
+        return out
+
+    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
+        """Accumulate d(self)/d(leaf) into ``.grad`` of every leaf that requires grad.
+
+        ``gradient``: needed when self is not a scalar; a tensor of self's
+        shape (the vector of the vector-Jacobian product). ``retain_graph``
+        (default: ``create_graph``) keeps saved tensors for another backward.
+        ``create_graph`` makes the gradients themselves differentiable.
+        ``inputs``: accumulate only into these leaves.
+
+        Raises AutogradError (non-scalar without gradient, freed graph, a saved
+        tensor modified in place, self does not require grad) and ShapeError
+        (gradient of the wrong shape). On error no ``.grad`` changes.
+        """
+        from .autograd.engine import backward as _backward  # noqa: PLC0415
+        _backward([self], None if gradient is None else [gradient], retain_graph, create_graph,
+                  inputs=inputs)
+
+    # -- host conversion ---------------------------------------------------------------
+    def numpy(self) -> np.ndarray:
+        """A NumPy copy of the values on the host (for a CPU tensor: a copy, never an alias)."""
+        return np.array(backend.to_host(self._data), copy=True)
+
+    def item(self):
+        """The single value of a one-element tensor as a Python number."""
+        if self._data.size != 1:
+            raise ValueError_(f"item() needs a tensor with one element, this one has shape {self.shape}; "
+                              "reduce it first (e.g. .sum())")
+        return backend.to_host(self._data).reshape(()).item()
+
+    def tolist(self):
+        """The values as (nested) Python lists."""
+        return backend.to_host(self._data).tolist()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.is_floating or self._data.size != 1:
+            raise TypeError_("only a one-element integer tensor can be used as an index")
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise ValueError_(f"the truth value of a tensor with {self._data.size} elements is ambiguous; "
+                              "use .any() or .all(), or compare a single element")
+        return bool(self.item())
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError_("cannot iterate over a 0-d tensor")
+        for i in range(self._data.shape[0]):
+            yield self[i]
+
+    __hash__ = object.__hash__
+
+    def to(self, device=None, dtype=None) -> "Tensor":
+        """This tensor on another device and/or dtype (itself when nothing changes)."""
+        from .ops.registry import to_op  # noqa: PLC0415
+        return to_op(self, device=device, dtype=dtype)
+
+    def cpu(self) -> "Tensor":
+        """This tensor on the host ("cpu")."""
+        return self.to(device="cpu")
+
+    def cuda(self) -> "Tensor":
+        """This tensor on the GPU ("cuda"); DeviceError when CuPy or a GPU is missing."""
+        return self.to(device="cuda")
+
+    def __repr__(self) -> str:
+        from .display import format_tensor  # noqa: PLC0415
+        return format_tensor(self, style="python")
+
+    def __str__(self) -> str:
+        from .display import format_tensor  # noqa: PLC0415
+        return format_tensor(self, style="python")
+
+
+def _norm_dim(dim, ndim: int) -> int:
+    d = int(dim)
+    n = max(ndim, 1)
+    if not -n <= d < n:
+        from .errors import IndexError_  # noqa: PLC0415
+        raise IndexError_(f"dim {dim} is out of range for a tensor with {ndim} dimensions "
+                          f"(valid: {-n} to {n - 1})")
+    return d % n
+
+
+def as_tensor(value, like: Tensor | None = None) -> Tensor:
+    """Turn a Tensor, Python number, bool or nested list into a Tensor.
+
+    A Python number next to a tensor takes that tensor's dtype when it fits
+    (``x32 * 2.5`` stays float32), as PyTorch's scalar promotion does; an
+    integer tensor combined with a float number gives the default float dtype.
+    """
+    if isinstance(value, Tensor):
+        return value
+    device = like.device if like is not None else backend.get_default_device()
+    if isinstance(value, (bool, np.bool_)):
+        dt = backend.bool_ if like is None else like.dtype
+    elif isinstance(value, (int, np.integer)):
+        dt = backend.int64 if like is None or like.dtype is backend.bool_ else like.dtype
+    elif isinstance(value, (float, np.floating)):
+        dt = like.dtype if like is not None and like.dtype.is_floating else backend.get_default_dtype()
+    elif isinstance(value, (list, tuple)):
+        from .creation import tensor as _tensor  # noqa: PLC0415
+        return _tensor(value, device=device)
+    elif isinstance(value, np.ndarray):
+        return Tensor(backend.asarray(value, backend.as_dtype(value.dtype), device), _device=device)
+    else:
+        raise TypeError_(f"expected a tensor or a number, got {type(value).__name__}")
+    return Tensor(backend.xp(device).asarray(value, dtype=dt.np), _device=device)
