@@ -14,13 +14,12 @@ statement stay, and the failing statement binds nothing.
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import sys
 import warnings
-from typing import Any, Iterable
+from typing import Any
 
-from .errors import DSLError, NameError_
+from .errors import NameError_
 from .lang import ast as A
 from .lang.builtins import make_builtins
 from .lang.interpreter import Interpreter
@@ -83,7 +82,7 @@ class Session:
         seen: set = set()
         try:
             with warnings.catch_warnings():
-                warnings.simplefilter("always")
+                warnings.simplefilter("always", UserWarning)
                 warnings.showwarning = self._make_warning_handler(program, seen)
                 with backend.defaults(device=self.device, dtype=self.dtype), \
                         tracing(self.trace, sink=self._set_last_trace):
@@ -97,6 +96,9 @@ class Session:
                 sys.setrecursionlimit(old_limit)
 
     def _set_last_trace(self, trace) -> None:
+        # Name leaves by the variables that hold them, so the trace reads "w1.grad = ...".
+        from .tensor import Tensor
+        trace.names = {id(v): k for k, v in self.namespace.items() if isinstance(v, Tensor)}
         self.last_trace = trace
 
     def _echo(self, value) -> None:
@@ -169,6 +171,3 @@ def _format(value) -> str:
         return repr(value)
     return format_value(value)
 
-
-def names_of(session: Session) -> Iterable[str]:  # pragma: no cover - tiny helper for the REPL
-    return session.names()

@@ -130,6 +130,7 @@ class AccumulateGrad(Node):
     def __init__(self, variable):
         super().__init__()
         self.variable = variable
+        self.pos = None
         self.input_shapes = (tuple(variable.shape),)
         self.input_dtypes = (variable.dtype,)
         # torch: AccumulateGrad has the highest priority, so a leaf's .grad is

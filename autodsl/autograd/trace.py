@@ -156,30 +156,37 @@ class Trace:
     def format(self) -> str:
         from ..display import format_array  # noqa: PLC0415
         labels = self._labels()
-        lines = [f"backward trace: {len(self.steps)} steps"
-                 + (" (create_graph: the gradients are themselves differentiable)" if self.create_graph else "")]
+        lines = [f"backward trace: {len(self.steps)} steps; each node runs once, when all "
+                 "gradients into it (deps) have arrived and been summed"
+                 + ("\n(create_graph: the gradients are themselves differentiable)" if self.create_graph else "")]
         width = len(str(len(self.steps)))
-        pad = " " * (width + 8)
+        pad = " " * (width + 7)
         for i, st in enumerate(self.steps, 1):
             pos = st.node.pos
-            at = f"  [line {pos[1]}:{pos[2]}]" if pos else ""
-            lines.append(f"step {i:>{width}}  {labels[st.node]}{at}  (waited for {st.deps} "
-                         f"incoming gradient{'s' if st.deps != 1 else ''})")
-            lines.append(f"{pad}grad in: {format_array(st.grad_in)}")
+            at = f" at {pos[1]}:{pos[2]}" if pos else ""
+            root = " (root)" if st.deps == 0 else ""
+            lines.append(f"step {i:>{width}}  {labels[st.node]}{at}  deps {st.deps}{root}")
+            lines.append(f"{pad}grad in  {_indent(format_array(st.grad_in), len(pad) + 9)}")
             if st.kind == "leaf":
                 nm = self.names.get(id(st.leaf)) or "leaf"
                 after = "none" if st.grad_after is None else format_array(st.grad_after)
-                lines.append(f"{pad}{nm}.grad = {after}")
+                lines.append(f"{pad}{nm}.grad = {_indent(after, len(pad) + len(nm) + 8)}")
             else:
                 for nxt, og in st.sends:
                     val = "nothing" if og is None else format_array(og)
-                    lines.append(f"{pad}-> {labels[nxt]}: {val}")
+                    lines.append(f"{pad}-> {labels[nxt]}  {_indent(val, len(pad) + len(labels[nxt]) + 5)}")
         return "\n".join(lines)
 
     __str__ = format
 
     def __repr__(self) -> str:
         return f"<Trace of {len(self.steps)} steps>"
+
+
+def _indent(text, pad):
+    """Continuation lines of a multi-line array line up under its first line."""
+    width = pad if isinstance(pad, int) else len(pad)
+    return text.replace("\n", "\n" + " " * width)
 
 
 def _shape(shape):

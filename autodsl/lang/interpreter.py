@@ -460,6 +460,8 @@ class Interpreter:
             if op in ("==", "!="):
                 return (a is b) == (op == "==")
             raise TypeError_(f"cannot compare {describe(a)} and {describe(b)} with `{op}`")
+        if op in ("==", "!=") and not isinstance(a, (Tensor, list)) and not isinstance(b, (Tensor, list)):
+            return (a == b) == (op == "==")    # dtypes, strings, shapes, numbers: plain equality
         a, b = self._operands(op, a, b)
         tok = self._pos_token(node)
         try:
@@ -504,10 +506,10 @@ class Interpreter:
         exponent = self.eval(node.exponent)
         base, exponent = self._operands("^", base, exponent)
         if isinstance(base, Tensor) or isinstance(exponent, Tensor):
-            import autodsl
+            from ..ops.elementwise import pow as tensor_pow   # autodsl.pow
             tok = self._pos_token(node)
             try:
-                return autodsl.pow(base, exponent)
+                return tensor_pow(base, exponent)
             finally:
                 if tok is not None:
                     SOURCE_POS.reset(tok)
@@ -525,7 +527,14 @@ class Interpreter:
 
     def eval_Attribute(self, node: A.Attribute):
         obj = self.eval(node.obj)
-        return self.getattr(obj, node.name)
+        if not isinstance(obj, Tensor):
+            return self.getattr(obj, node.name)
+        tok = self._pos_token(node)          # `.T` makes a node; `.grad` may warn
+        try:
+            return self.getattr(obj, node.name)
+        finally:
+            if tok is not None:
+                SOURCE_POS.reset(tok)
 
     def eval_Index(self, node: A.Index):
         obj = self.eval(node.obj)
