@@ -1,7 +1,9 @@
 """``grad()``: gradients as values, without touching ``.grad``."""
 from __future__ import annotations
 
-from .autograd import engine
+from .autograd.engine import GraphTask
+from .errors import AutogradError
+from .tensor import Tensor, make_seeds
 
 __all__ = ["grad"]
 
@@ -12,12 +14,39 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     ``outputs``: a tensor or a list of tensors; each non-scalar one needs a
     matching entry in ``grad_outputs`` (a tensor of its shape). ``inputs``: a
     tensor or a list; the result has one entry per input, of that input's
-    shape. ``create_graph=true`` makes the results differentiable (higher-order
-    derivatives). ``.grad`` fields are not changed.
+    shape. ``retain_graph`` defaults to ``create_graph``. ``create_graph=true``
+    makes the results differentiable (higher-order derivatives). ``.grad``
+    fields are not changed.
 
     Raises AutogradError when an input does not require grad, or is not used
     by the outputs (unless ``allow_unused=true``, which gives none for it).
 
     Example: ``g = grad(y, x, create_graph=true)[0]``
     """
-    return engine.grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused)
+    if retain_graph is None:
+        retain_graph = create_graph
+    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if not inputs:
+        raise AutogradError("grad() needs at least one input to differentiate with respect to")
+    seeds = make_seeds(outputs, grad_outputs, "grad()")
+    targets = {}
+    nodes = []
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise AutogradError(f"grad(): input {i} is a {type(t).__name__}, not a tensor")
+        if not t.requires_grad:
+            raise AutogradError(f"grad(): input {i} does not require grad, so it has no gradient; "
+                                "create it with requires_grad=true")
+        node = t.grad_fn if t.grad_fn is not None else t._accumulate_node()
+        targets.setdefault(node, t)
+        nodes.append(node)
+    captured = GraphTask(seeds, retain_graph, create_graph, targets=targets, accumulate=False).run()
+    result = []
+    for i, (t, node) in enumerate(zip(inputs, nodes)):
+        g = captured.get(node)
+        if g is None and not allow_unused:
+            raise AutogradError(
+                f"grad(): input {i} (shape {t.shape}) was not used to compute the outputs, so it has "
+                "no gradient; pass allow_unused=true to get none for it")
+        result.append(g)
+    return result

@@ -17,10 +17,12 @@ import numpy as np
 
 from . import backend
 from .autograd import grad_mode
+from .autograd.engine import GraphTask
 from .autograd.node import AccumulateGrad
-from .errors import AutogradError, DTypeError, ShapeError, TypeError_, ValueError_
+from .errors import AutogradError, DeviceError, IndexError_, DTypeError, ShapeError, TypeError_, ValueError_
+from .textfmt import format_tensor_parts
 
-__all__ = ["Tensor", "as_tensor", "PUBLIC_ATTRIBUTES", "PUBLIC_METHODS"]
+__all__ = ["Tensor", "as_tensor", "make_seeds", "run_backward", "PUBLIC_ATTRIBUTES", "PUBLIC_METHODS"]
 
 # What the language may read on a tensor; the op registry adds its methods to
 # PUBLIC_METHODS. Anything else is unreachable from a script.
@@ -30,7 +32,7 @@ PUBLIC_ATTRIBUTES = frozenset({
 })
 PUBLIC_METHODS = {
     "backward", "detach", "retain_grad", "zero_grad", "item", "tolist",
-    "requires_grad_", "size", "dim", "numel", "to", "cpu", "cuda",
+    "requires_grad_", "size", "dim", "numel",
 }
 
 
@@ -182,7 +184,6 @@ class Tensor:
             raise ShapeError(f"the gradient has shape {value.shape}, but the tensor has shape {self.shape}; "
                              "they must match")
         if value.device != self.device:
-            from .errors import DeviceError  # noqa: PLC0415
             raise DeviceError(f"the gradient is on {value.device}, the tensor on {self.device}")
         self._grad = value
 
@@ -221,9 +222,8 @@ class Tensor:
         tensor modified in place, self does not require grad) and ShapeError
         (gradient of the wrong shape). On error no ``.grad`` changes.
         """
-        from .autograd.engine import backward as _backward  # noqa: PLC0415
-        _backward([self], None if gradient is None else [gradient], retain_graph, create_graph,
-                  inputs=inputs)
+        run_backward([self], None if gradient is None else [gradient], retain_graph, create_graph,
+                     inputs=inputs)
 
     # -- host conversion ---------------------------------------------------------------
     def numpy(self) -> np.ndarray:
@@ -266,33 +266,87 @@ class Tensor:
 
     __hash__ = object.__hash__
 
-    def to(self, device=None, dtype=None) -> "Tensor":
-        """This tensor on another device and/or dtype (itself when nothing changes)."""
-        from .ops.registry import to_op  # noqa: PLC0415
-        return to_op(self, device=device, dtype=dtype)
-
-    def cpu(self) -> "Tensor":
-        """This tensor on the host ("cpu")."""
-        return self.to(device="cpu")
-
-    def cuda(self) -> "Tensor":
-        """This tensor on the GPU ("cuda"); DeviceError when CuPy or a GPU is missing."""
-        return self.to(device="cuda")
+    def _format(self, style: str = "dsl") -> str:
+        dt = self.dtype
+        note = dt.name if dt.is_floating and dt is not backend.get_default_dtype() else None
+        return format_tensor_parts(backend.to_host(self._data), dtype_note=note, device=self.device,
+                                   grad_fn=None if self.grad_fn is None else self.grad_fn.name,
+                                   requires_grad=self._requires_grad, style=style)
 
     def __repr__(self) -> str:
-        from .display import format_tensor  # noqa: PLC0415
-        return format_tensor(self, style="python")
+        return self._format("python")
 
-    def __str__(self) -> str:
-        from .display import format_tensor  # noqa: PLC0415
-        return format_tensor(self, style="python")
+    __str__ = __repr__
+
+
+def make_seeds(tensors, grad_tensors, what: str):
+    """Check the roots of a backward and pair each root's node with its seed gradient.
+
+    A scalar root without a gradient is seeded with 1; a non-scalar one needs
+    a gradient of its shape (AutogradError / ShapeError otherwise).
+    """
+    if isinstance(tensors, Tensor):
+        tensors = [tensors]
+    tensors = list(tensors)
+    if grad_tensors is None:
+        grad_tensors = [None] * len(tensors)
+    elif isinstance(grad_tensors, Tensor):
+        grad_tensors = [grad_tensors]
+    grad_tensors = list(grad_tensors)
+    if len(grad_tensors) != len(tensors):
+        raise AutogradError(f"{what} got {len(tensors)} outputs but {len(grad_tensors)} gradients; "
+                            "give one gradient per output")
+    seeds = []
+    for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
+        if not isinstance(t, Tensor):
+            raise AutogradError(f"{what} needs tensors as outputs, got {type(t).__name__}")
+        if not t.requires_grad:
+            raise AutogradError(
+                f"{what}: output {i} does not require grad and has no grad_fn, so there is nothing "
+                "to differentiate; make an input with requires_grad=true before computing it "
+                "(and not inside no_grad)")
+        if g is None:
+            if t._data.size != 1:
+                raise AutogradError(
+                    f"{what} on a non-scalar tensor (shape {t.shape}) needs a gradient of that shape, "
+                    f"e.g. y.backward(ones({', '.join(map(str, t.shape))})), or reduce it first with .sum()")
+            g = Tensor(backend.xp(t.device).ones(t._data.shape, dtype=t._data.dtype), _device=t.device)
+        else:
+            g = as_tensor(g, like=t)
+            if g.shape != t.shape:
+                raise ShapeError(f"{what}: the gradient has shape {g.shape} but the output has shape "
+                                 f"{t.shape}; pass a gradient of the output's shape")
+            if g.dtype is not t.dtype:
+                g = g.to(dtype=t.dtype)
+        seeds.append((t.grad_fn if t.grad_fn is not None else t._accumulate_node(), g))
+    return seeds
+
+
+def run_backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate the gradients of ``tensors`` into ``.grad`` of the leaves they depend on.
+
+    See ``Tensor.backward``. All or nothing: when it raises, no ``.grad`` has changed.
+    """
+    if retain_graph is None:
+        retain_graph = create_graph
+    seeds = make_seeds(tensors, grad_tensors, "backward()")
+    targets = None
+    if inputs is not None:
+        inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+        if not inputs:
+            raise AutogradError("backward(inputs=...) got an empty list; leave inputs out to reach every leaf")
+        targets = {}
+        for t in inputs:
+            if not isinstance(t, Tensor) or not t.requires_grad:
+                raise AutogradError("backward(inputs=...): every input must be a tensor that requires grad")
+            targets[t.grad_fn if t.grad_fn is not None else t._accumulate_node()] = t
+    GraphTask(seeds, retain_graph, create_graph, targets=targets, accumulate=True).run()
 
 
 def _norm_dim(dim, ndim: int) -> int:
     d = int(dim)
     n = max(ndim, 1)
     if not -n <= d < n:
-        from .errors import IndexError_  # noqa: PLC0415
         raise IndexError_(f"dim {dim} is out of range for a tensor with {ndim} dimensions "
                           f"(valid: {-n} to {n - 1})")
     return d % n
@@ -315,8 +369,14 @@ def as_tensor(value, like: Tensor | None = None) -> Tensor:
     elif isinstance(value, (float, np.floating)):
         dt = like.dtype if like is not None and like.dtype.is_floating else backend.get_default_dtype()
     elif isinstance(value, (list, tuple)):
-        from .creation import tensor as _tensor  # noqa: PLC0415
-        return _tensor(value, device=device)
+        try:
+            arr = backend.asarray(value, None, device)
+        except ValueError:
+            raise ShapeError("the nested lists have different lengths (a ragged list); "
+                             "every row must have the same number of elements") from None
+        if arr.dtype.kind not in "bf":
+            arr = arr.astype(backend.get_default_dtype().np)   # number literals are floats, as in tensor()
+        return Tensor(arr, _device=device)
     elif isinstance(value, np.ndarray):
         return Tensor(backend.asarray(value, backend.as_dtype(value.dtype), device), _device=device)
     else:

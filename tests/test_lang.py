@@ -376,3 +376,31 @@ def test_3000_statement_script():
     s.run(src)
     assert s["y"].item() == pytest.approx(1500.5)
     assert s["x"].grad.item() == pytest.approx(3001.0)
+
+
+# ---- session options ---------------------------------------------------------
+
+def test_trace_builtin_toggles_session_trace_and_last_trace(capsys):
+    s, _ = session()
+    assert s.trace is False and s.last_trace is None
+    s.run("trace(true)")
+    assert s.trace is True
+    s.run("x = tensor(2.0, requires_grad=true)\ny = x * x\ny.backward()")
+    assert s.last_trace is not None and "MulBackward" in str(s.last_trace)
+    s.run("trace(false)")
+    assert s.trace is False
+    capsys.readouterr()
+
+
+def test_session_default_dtype_and_scoping():
+    s, _ = session(dtype="float32")
+    assert s.run("tensor([1.0]).dtype == float32") is True
+    assert ad.tensor([1.0]).dtype == ad.float64          # only inside run
+
+
+def test_session_setitem_binds_python_values():
+    s, _ = session()
+    s["w"] = ad.tensor([1.0, 2.0])
+    assert s.run("w.sum().item()") == 3.0
+    with pytest.raises(NameError_):
+        s["_hidden"] = 1

@@ -1,136 +1,21 @@
 """The dependency-counted reverse-mode engine (PyTorch's engine, OneFlow's GraphTask).
 
-The engine knows nodes, edges and gradient tensors; nothing of ops or of the
-language. Op-specific work (formulas, saved values) lives in the nodes.
+The engine knows nodes, edges and gradient tensors (through the few methods
+it calls on them: ``+``, ``sum_to_size``, ``to``); nothing of ops or of the
+language. Op-specific work (formulas, saved values) lives in the nodes. The
+callers (``Tensor.backward``, ``autodsl.grad``) check the roots and make the
+seed gradients.
 """
 from __future__ import annotations
 
 import heapq
 
-from ..errors import AutogradError, ShapeError
+from ..errors import AutogradError
 from . import grad_mode
 from . import trace as _trace
 from .node import AccumulateGrad
 
-__all__ = ["backward", "grad", "GraphTask"]
-
-
-def _tensor_cls():
-    from ..tensor import Tensor  # noqa: PLC0415  (tensor imports autograd, not the reverse at load time)
-    return Tensor
-
-
-def _root_node(t):
-    return t.grad_fn if t.grad_fn is not None else t._accumulate_node()
-
-
-def _make_seeds(tensors, grad_tensors, what: str):
-    """Check the roots and build one seed gradient per root."""
-    from ..tensor import as_tensor  # noqa: PLC0415
-    Tensor = _tensor_cls()
-    if isinstance(tensors, Tensor):
-        tensors = [tensors]
-    tensors = list(tensors)
-    if grad_tensors is None:
-        grad_tensors = [None] * len(tensors)
-    elif isinstance(grad_tensors, Tensor):
-        grad_tensors = [grad_tensors]
-    grad_tensors = list(grad_tensors)
-    if len(grad_tensors) != len(tensors):
-        raise AutogradError(f"{what} got {len(tensors)} outputs but {len(grad_tensors)} gradients; "
-                            "give one gradient per output")
-    seeds = []
-    for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
-        if not isinstance(t, Tensor):
-            raise AutogradError(f"{what} needs tensors as outputs, got {type(t).__name__}")
-        if not t.requires_grad:
-            raise AutogradError(
-                f"{what}: output {i} does not require grad and has no grad_fn, so there is nothing "
-                "to differentiate; make an input with requires_grad=true before computing it "
-                "(and not inside no_grad)")
-        if g is None:
-            if t._data.size != 1:
-                raise AutogradError(
-                    f"{what} on a non-scalar tensor (shape {t.shape}) needs a gradient of that shape, "
-                    f"e.g. y.backward(ones({', '.join(map(str, t.shape))})), or reduce it first with .sum()")
-            g = Tensor(_ones_like(t), _device=t.device)
-        else:
-            g = as_tensor(g, like=t)
-            if g.shape != t.shape:
-                raise ShapeError(f"{what}: the gradient has shape {g.shape} but the output has shape "
-                                 f"{t.shape}; pass a gradient of the output's shape")
-            if g.dtype is not t.dtype:
-                g = g.to(dtype=t.dtype)
-        seeds.append((_root_node(t), g))
-    return seeds
-
-
-def _ones_like(t):
-    from .. import backend  # noqa: PLC0415
-    return backend.xp(t.device).ones(t._data.shape, dtype=t._data.dtype)
-
-
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
-    """Accumulate the gradients of ``tensors`` into ``.grad`` of the leaves they depend on.
-
-    See ``Tensor.backward`` for the arguments and errors. All or nothing:
-    when it raises, no ``.grad`` has changed.
-    """
-    if retain_graph is None:
-        retain_graph = create_graph
-    seeds = _make_seeds(tensors, grad_tensors, "backward()")
-    targets = None
-    if inputs is not None:
-        Tensor = _tensor_cls()
-        inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
-        if not inputs:
-            raise AutogradError("backward(inputs=...) got an empty list; leave inputs out to reach every leaf")
-        targets = {}
-        for t in inputs:
-            if not t.requires_grad:
-                raise AutogradError("backward(inputs=...): one of the inputs does not require grad")
-            targets[_root_node(t)] = t
-    task = GraphTask(seeds, retain_graph, create_graph, targets=targets, accumulate=True)
-    task.run()
-
-
-def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False):
-    """Gradients of ``outputs`` with respect to each of ``inputs``; ``.grad`` is untouched.
-
-    Returns a list with one Tensor (or None, with ``allow_unused=true``) per
-    input, each of that input's shape. Raises AutogradError when an input does
-    not require grad, or does not reach the outputs and ``allow_unused`` is false.
-    """
-    if retain_graph is None:
-        retain_graph = create_graph
-    Tensor = _tensor_cls()
-    single = isinstance(inputs, Tensor)
-    inputs = [inputs] if single else list(inputs)
-    if not inputs:
-        raise AutogradError("grad() needs at least one input to differentiate with respect to")
-    seeds = _make_seeds(outputs, grad_outputs, "grad()")
-    targets = {}
-    for i, t in enumerate(inputs):
-        if not isinstance(t, Tensor):
-            raise AutogradError(f"grad(): input {i} is a {type(t).__name__}, not a tensor")
-        if not t.requires_grad:
-            raise AutogradError(f"grad(): input {i} does not require grad, so it has no gradient; "
-                                "create it with requires_grad=true")
-        targets.setdefault(_root_node(t), t)
-    task = GraphTask(seeds, retain_graph, create_graph, targets=targets, accumulate=False)
-    captured = task.run()
-    result = []
-    for i, t in enumerate(inputs):
-        g = captured.get(_root_node(t))
-        if g is None:
-            if not allow_unused:
-                raise AutogradError(
-                    f"grad(): input {i} (shape {t.shape}) was not used to compute the outputs, so it has "
-                    "no gradient; pass allow_unused=true to get none for it")
-        elif not create_graph and g.requires_grad:
-            g = g.detach()
-        result.append(g)
-    return result
+__all__ = ["GraphTask"]
 
 
 # Note [why counting]
@@ -287,9 +172,8 @@ class GraphTask:
                 continue
             shape = node.input_shapes[i]
             if og._data.shape != shape:
-                from ..ops.registry import sum_to  # noqa: PLC0415
                 try:
-                    og = sum_to(og, shape)
+                    og = og.sum_to_size(shape)
                 except Exception as e:  # noqa: BLE001
                     raise AutogradError(
                         f"{node.name} produced a gradient of shape {og.shape} for its input {i}, "
@@ -306,13 +190,12 @@ class GraphTask:
 def _add(a, b, create_graph):
     if create_graph:
         return a + b
-    Tensor = _tensor_cls()
-    return Tensor(a._data + b._data, _device=a.device)
+    return type(a)(a._data + b._data, _device=a.device)
 
 
 def _accumulate_into(t, g, create_graph):
     """AccumulateGrad: own a fresh buffer the first time, then add (in place unless create_graph)."""
-    Tensor = _tensor_cls()
+    Tensor = type(g)
     old = t._grad
     if create_graph:
         t._grad = g if old is None else old + g

@@ -12,6 +12,9 @@ from contextvars import ContextVar
 
 import numpy as np
 
+from .. import backend
+from ..textfmt import format_array
+
 __all__ = ["Trace", "Step", "trace", "tracing", "is_trace_enabled", "set_trace_enabled",
            "last_trace", "new_recorder"]
 
@@ -96,7 +99,6 @@ class Recorder:
         self.steps.append(Step("leaf", node, self.deps.get(node, 0), _snap(g), leaf=tensor))
 
     def finish(self, staged):
-        from ..tensor import Tensor  # noqa: PLC0415,F401
         for st in self.steps:
             if st.kind == "leaf":
                 gr = st.leaf._grad
@@ -111,7 +113,6 @@ class Recorder:
 
 
 def _snap(t):
-    from .. import backend  # noqa: PLC0415
     return np.array(backend.to_host(t._data), copy=True)
 
 
@@ -154,7 +155,6 @@ class Trace:
         return f"{node.name}#{k}"
 
     def format(self) -> str:
-        from ..display import format_array  # noqa: PLC0415
         labels = self._labels()
         lines = [f"backward trace: {len(self.steps)} steps; each node runs once, when all "
                  "gradients into it (deps) have arrived and been summed"

@@ -20,16 +20,15 @@ capped at ``MAX_CALL_DEPTH``.
 """
 from __future__ import annotations
 
-import difflib
 import inspect
-import math
 import operator
 from typing import Any, Callable
 
-from ..errors import (DSLError, IndexError_, NameError_, RuntimeError_, ShapeError, TypeError_,
-                      ValueError_)
+from ..errors import DSLError, IndexError_, NameError_, RuntimeError_, TypeError_
 from ..tensor import PUBLIC_ATTRIBUTES, PUBLIC_METHODS, Tensor, as_tensor
 from . import ast as A
+from .values import (describe, describe_value, number_pow, param_text, suggest, translate_exception,
+                     truth)
 
 try:  # the language records where each graph node came from
     from ..autograd.node import SOURCE_POS, Node as _GraphNode
@@ -50,6 +49,10 @@ _INPLACE = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=":
 _COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
             "==": operator.eq, "!=": operator.ne}
 _NUMBER = (bool, int, float)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, _NUMBER)
 
 
 class _Return(BaseException):
@@ -97,109 +100,6 @@ class UserFunction:
         return f"<function {self.name}{self.signature_text()}>"
 
     __str__ = __repr__
-
-
-# ---- helpers ---------------------------------------------------------------
-
-def describe(v) -> str:
-    """The kind of a value, in the language's words."""
-    if v is None:
-        return "none"
-    if isinstance(v, bool):
-        return "a boolean"
-    if isinstance(v, _NUMBER):
-        return "a number"
-    if isinstance(v, str):
-        return "a string"
-    if isinstance(v, Tensor):
-        return "a tensor"
-    if isinstance(v, list):
-        return "a list"
-    if isinstance(v, tuple):
-        return "a tuple"
-    if isinstance(v, range):
-        return "a range"
-    if isinstance(v, UserFunction) or callable(v):
-        return "a function"
-    if isinstance(v, _GraphNode):
-        return "a graph node"
-    return f"a {type(v).__name__}"
-
-
-def describe_value(v) -> str:
-    try:
-        from ..display import format_value
-        return format_value(v)
-    except Exception:  # pragma: no cover - display not available
-        return repr(v)
-
-
-def _is_number(v) -> bool:
-    return isinstance(v, _NUMBER)
-
-
-def translate_exception(e: BaseException) -> DSLError:
-    """A stray Python exception as the closest DSLError, in plain words."""
-    if isinstance(e, DSLError):
-        return e
-    msg = str(e) or type(e).__name__
-    if isinstance(e, ZeroDivisionError):
-        return ValueError_("division by zero (plain numbers; tensors give inf or nan instead)")
-    if isinstance(e, OverflowError):
-        return ValueError_(f"a number is too large to represent ({msg})")
-    if isinstance(e, RecursionError):
-        return RuntimeError_("this is nested too deeply to evaluate (too many levels of brackets, "
-                             "`^` or function calls); split it into several statements")
-    if isinstance(e, TypeError):
-        return TypeError_(msg)
-    if isinstance(e, ValueError):
-        if "broadcast" in msg:
-            return ShapeError(f"shapes do not broadcast together: {msg}")
-        return ValueError_(msg)
-    if isinstance(e, IndexError):
-        return IndexError_(msg)
-    if isinstance(e, KeyError):
-        return IndexError_(f"no entry {msg}")
-    if isinstance(e, MemoryError):
-        return RuntimeError_("out of memory: the tensors are too large")
-    return RuntimeError_(f"internal error ({type(e).__name__}): {msg}")
-
-
-def _truth(v) -> bool:
-    if isinstance(v, bool):
-        return v
-    if v is None:
-        return False
-    if isinstance(v, (int, float)):
-        return v != 0
-    if isinstance(v, Tensor):
-        n = math.prod(v.shape)
-        if n != 1:
-            raise ValueError_(f"a condition must be a single value, but this tensor has {n} elements "
-                              f"(shape {tuple(v.shape)}); reduce it first, e.g. `(x > 0).sum() > 0`")
-        return bool(v.item())
-    raise TypeError_(f"a condition must be true/false, a number or a one-element tensor, not {describe(v)}")
-
-
-def _param_text(sig: inspect.Signature) -> str:
-    parts = []
-    for p in sig.parameters.values():
-        if p.kind is p.VAR_POSITIONAL:
-            parts.append(f"*{p.name}")
-        elif p.kind is p.VAR_KEYWORD:
-            parts.append(f"**{p.name}")
-        elif p.default is p.empty:
-            parts.append(p.name)
-        else:
-            parts.append(f"{p.name}={describe_value(p.default)}")
-    return ", ".join(parts)
-
-
-def _suggest(name: str, options) -> str:
-    close = difflib.get_close_matches(name, sorted(options), n=3, cutoff=0.6)
-    if not close:
-        return ""
-    return " (did you mean " + " or ".join(f"`{c}`" for c in close) + "?)"
 
 
 # ---- the interpreter -------------------------------------------------------
@@ -302,7 +202,7 @@ class Interpreter:
             readable = name in PUBLIC_ATTRIBUTES or name in PUBLIC_METHODS
             raise (TypeError_ if readable else NameError_)(
                 f"cannot assign to `{name}` on a tensor: only `grad` and `requires_grad` can be assigned"
-                + ("" if readable else _suggest(name, SETTABLE_ATTRIBUTES)))
+                + ("" if readable else suggest(name, SETTABLE_ATTRIBUTES)))
         setattr(obj, name, value)
 
     def exec_AugAssign(self, stmt: A.AugAssign):
@@ -365,7 +265,7 @@ class Interpreter:
     def exec_If(self, stmt: A.If):
         cond = self.eval(stmt.cond)
         try:
-            ok = _truth(cond)
+            ok = truth(cond)
         except DSLError as e:
             raise self._attach(e, stmt.cond)
         if ok:
@@ -402,7 +302,7 @@ class Interpreter:
             scope = scope.parent
         if name in self.builtins:
             return self.builtins[name]
-        raise NameError_(f"`{name}` is not defined" + _suggest(name, self.visible_names()))
+        raise NameError_(f"`{name}` is not defined" + suggest(name, self.visible_names()))
 
     def visible_names(self) -> set[str]:
         names = set(self.builtins)
@@ -475,7 +375,7 @@ class Interpreter:
         for sub in node.values:
             value = self.eval(sub)
             try:
-                t = _truth(value)
+                t = truth(value)
             except DSLError as e:
                 raise self._attach(e, sub)
             if t == want:
@@ -484,7 +384,7 @@ class Interpreter:
 
     def eval_Not(self, node: A.Not):
         value = self.eval(node.operand)
-        return not _truth(value)
+        return not truth(value)
 
     def eval_Unary(self, node: A.Unary):
         value = self.eval(node.operand)
@@ -513,7 +413,7 @@ class Interpreter:
             finally:
                 if tok is not None:
                     SOURCE_POS.reset(tok)
-        return _number_pow(base, exponent)
+        return number_pow(base, exponent)
 
     def eval_Call(self, node: A.Call):
         func = self.eval(node.func)
@@ -611,7 +511,7 @@ class Interpreter:
             if name in PUBLIC_ATTRIBUTES or name in PUBLIC_METHODS:
                 return getattr(obj, name)
             options = set(PUBLIC_ATTRIBUTES) | set(PUBLIC_METHODS)
-            raise NameError_(f"a tensor has no attribute `{name}`" + (_suggest(name, options) or
+            raise NameError_(f"a tensor has no attribute `{name}`" + (suggest(name, options) or
                              "; it has: " + ", ".join(sorted(options))))
         if _GraphNode and isinstance(obj, _GraphNode):
             if name in NODE_ATTRIBUTES:
@@ -676,8 +576,8 @@ class Interpreter:
             why = str(bad)
             unknown = [k for k in kwargs if k not in sig.parameters]
             if unknown and not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
-                why = f"unknown keyword `{unknown[0]}`" + _suggest(unknown[0], sig.parameters)
-            return TypeError_(f"wrong arguments for {name}(): {why}; it accepts ({_param_text(sig)})")
+                why = f"unknown keyword `{unknown[0]}`" + suggest(unknown[0], sig.parameters)
+            return TypeError_(f"wrong arguments for {name}(): {why}; it accepts ({param_text(sig)})")
         return translate_exception(err)
 
     def call_user(self, fn: UserFunction, args: list, kwargs: dict, node: A.Node | None = None):
@@ -692,7 +592,7 @@ class Interpreter:
         local = dict(zip(names, args))
         for k, v in kwargs.items():
             if k not in names:
-                raise TypeError_(f"{fn.name}() has no parameter `{k}`" + _suggest(k, names)
+                raise TypeError_(f"{fn.name}() has no parameter `{k}`" + suggest(k, names)
                                  + f"; it is defined as {sig}")
             if k in local:
                 raise TypeError_(f"{fn.name}() got two values for `{k}`; it is defined as {sig}")
@@ -714,26 +614,6 @@ class Interpreter:
         finally:
             self.depth -= 1
             self.scope, self.source = saved
-
-
-def _number_pow(a, b):
-    """``a ^ b`` on plain numbers: Python's ``**`` with the language's errors."""
-    if isinstance(a, bool):
-        a = int(a)
-    if isinstance(b, bool):
-        b = int(b)
-    if a == 0 and b < 0:
-        raise ValueError_("0 cannot be raised to a negative power (division by zero)")
-    if isinstance(a, int) and isinstance(b, int) and b > 0 and abs(a) > 1 \
-            and b * math.log2(abs(a)) > 4096:
-        a = float(a)
-    try:
-        r = a ** b
-    except OverflowError:
-        raise ValueError_(f"{a}^{b} is too large to represent as a number") from None
-    if isinstance(r, complex):  # a negative base to a fractional power: not a real number
-        return math.nan
-    return r
 
 
 _STMT = {getattr(A, name[5:]): fn for name, fn in vars(Interpreter).items()

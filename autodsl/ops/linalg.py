@@ -32,9 +32,11 @@ class Matmul(Op):
         x2 = x.unsqueeze(0) if x.ndim == 1 else x
         y2 = y.unsqueeze(-1) if y.ndim == 1 else y
         g2 = g
-        if x.ndim == 1:
+        if x.ndim == 1 and y.ndim == 1:
+            g2 = g2.reshape(1, 1)        # dot product: g is 0-d
+        elif x.ndim == 1:
             g2 = g2.unsqueeze(-2)
-        if y.ndim == 1:
+        elif y.ndim == 1:
             g2 = g2.unsqueeze(-1)
         ga = gb = None
         if na:

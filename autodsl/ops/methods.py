@@ -10,7 +10,7 @@ from . import linalg as L
 from . import loss as Lo  # noqa: F401
 from . import movement as M
 from . import reduce as R
-from .registry import install, inplace
+from .registry import install, inplace, sum_to, to_op
 
 
 def _r(fn):
@@ -64,6 +64,10 @@ _methods = {
     "reshape": M.reshape, "view": M.view, "transpose": M.transpose, "permute": M.permute,
     "unsqueeze": M.unsqueeze, "squeeze": M.squeeze, "expand": M.expand, "flatten": M.flatten,
     "lt": C.lt, "le": C.le, "gt": C.gt, "ge": C.ge, "eq": C.eq, "ne": C.ne,
+    "sum_to_size": lambda self, *shape: sum_to(self, M._shape_arg(shape)),
+    "to": lambda self, device=None, dtype=None: to_op(self, device=device, dtype=dtype),
+    "cpu": lambda self: to_op(self, device="cpu"),
+    "cuda": lambda self: to_op(self, device="cuda"),
     "add_": _inplace(E.add, "add_"), "sub_": _inplace(E.sub, "sub_"),
     "mul_": _inplace(E.mul, "mul_"), "div_": _inplace(E.div, "div_"),
 }
