@@ -303,6 +303,16 @@ class _Torch:
     def amin(self, x, dim=None, keepdim=False):
         return self._t().amin(x, dim=() if dim is None else dim, keepdim=keepdim)
 
+    def prod(self, x, dim=None, keepdim=False):
+        t = self._t()
+        dims = range(x.ndim) if dim is None else (dim if isinstance(dim, (list, tuple)) else [dim])
+        dims = sorted({d % max(x.ndim, 1) for d in dims}, reverse=True)
+        if x.ndim == 0:
+            return t.prod(x)
+        for d in dims:
+            x = t.prod(x, dim=d, keepdim=keepdim)
+        return x
+
     def norm(self, x, p=2, dim=None, keepdim=False):
         return self._t().linalg.vector_norm(x, ord=p, dim=dim, keepdim=keepdim)
 

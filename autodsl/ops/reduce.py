@@ -206,8 +206,11 @@ class Std(_Reduction):
 
     def backward(self, g):
         x, out = self.saved_tensors
+        from .elementwise import where  # noqa: PLC0415
         mu = x.mean(dim=self.axes, keepdim=True)
-        return (self._spread(g) * (x - mu) / (self.denom * self._spread(out)),)   # d std = (x-mean)/((n-c) std)
+        o = self._spread(out)
+        # d std = (x-mean)/((n-c) std).  torch: 0 where std == 0 (not 0/0 = nan)
+        return (where(o == 0, 0.0, self._spread(g) * (x - mu) / (self.denom * o)),)
 
 
 @defop("logsumexp")
