@@ -143,9 +143,12 @@ def apply(cls, *inputs, **params) -> Tensor:
 
 
 def _translate(cls, tensors, e):
-    shapes = ", ".join(str(t.shape) for t in tensors)
+    shapes = " and ".join(str(t.shape) for t in tensors)
     msg = str(e)
-    if "broadcast" in msg or "shape" in msg or "align" in msg or "mismatch" in msg or "size" in msg:
+    if "broadcast" in msg:
+        return ShapeError(f"{cls.op_name}: shapes {shapes} do not broadcast: compared from the right, "
+                          "each pair of sizes must be equal or 1; reshape or unsqueeze one operand")
+    if "shape" in msg or "align" in msg or "mismatch" in msg or "size" in msg:
         return ShapeError(f"{cls.op_name}: the shapes {shapes} do not fit ({msg}); "
                           "check the shapes with .shape, or reshape/transpose one operand")
     if isinstance(e, IndexError):
