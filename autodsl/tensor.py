@@ -18,6 +18,7 @@ import numpy as np
 from . import backend
 from .autograd import grad_mode
 from .autograd.engine import GraphTask
+from .autograd.journal import record_grad
 from .autograd.node import AccumulateGrad
 from .errors import AutogradError, DeviceError, IndexError_, DTypeError, ShapeError, TypeError_, ValueError_
 from .textfmt import format_tensor_parts
@@ -176,6 +177,7 @@ class Tensor:
     @grad.setter
     def grad(self, value) -> None:
         if value is None:
+            record_grad(self)
             self._grad = None
             return
         if not isinstance(value, Tensor):
@@ -185,10 +187,12 @@ class Tensor:
                              "they must match")
         if value.device != self.device:
             raise DeviceError(f"the gradient is on {value.device}, the tensor on {self.device}")
+        record_grad(self)
         self._grad = value
 
     def zero_grad(self) -> None:
         """Forget the accumulated gradient (sets ``.grad`` to none)."""
+        record_grad(self)
         self._grad = None
 
     def _accumulate_node(self) -> AccumulateGrad:

@@ -13,6 +13,7 @@ import heapq
 from ..errors import AutogradError
 from . import grad_mode
 from . import trace as _trace
+from .journal import record_grad
 from .node import AccumulateGrad
 
 __all__ = ["GraphTask"]
@@ -196,6 +197,7 @@ def _add(a, b, create_graph):
 def _accumulate_into(t, g, create_graph):
     """AccumulateGrad: own a fresh buffer the first time, then add (in place unless create_graph)."""
     Tensor = type(g)
+    record_grad(t)
     old = t._grad
     if create_graph:
         t._grad = g if old is None else old + g

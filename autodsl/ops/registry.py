@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import backend
 from ..autograd import grad_mode
+from ..autograd.journal import record_values
 from ..autograd.node import SOURCE_POS, Node, SavedTensor, next_seq_nr
 from ..errors import AutogradError, DeviceError, DSLError, DTypeError, ShapeError
 from ..tensor import PUBLIC_METHODS, Tensor, as_tensor
@@ -208,6 +209,7 @@ def _write(target: Tensor, out: Tensor, what: str) -> None:
         if not ok:
             raise ShapeError(f"{what}: the result has shape {out.shape}, which does not fit the tensor "
                              f"written into (shape {target.shape})")
+    record_values(target)
     try:
         target._data[...] = out._data
     except ValueError as e:

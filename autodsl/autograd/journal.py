@@ -1,0 +1,57 @@
+"""An undo log for in-place changes, so an interrupted statement can be rolled back.
+
+While a ``transaction()`` is open, every in-place write to a tensor's values
+and every change of a ``.grad`` is recorded first; if the block ends with an
+exception (Ctrl-C included), the changes are undone in reverse order. Outside
+a transaction recording costs one ContextVar read.
+"""
+from __future__ import annotations
+
+import contextlib
+from contextvars import ContextVar
+
+__all__ = ["transaction", "record_values", "record_grad"]
+
+_log: ContextVar[list | None] = ContextVar("autodsl_journal", default=None)
+
+
+def record_values(t) -> None:
+    """Call before writing into ``t``'s storage in place."""
+    log = _log.get()
+    if log is not None:
+        log.append((t, "values", t._data.copy(), t._version[0]))
+
+
+def record_grad(t) -> None:
+    """Call before replacing ``t.grad`` (or adding into it in place)."""
+    log = _log.get()
+    if log is not None:
+        g = t._grad
+        log.append((t, "grad", g, None if g is None else (g._data.copy(), g._version[0])))
+
+
+@contextlib.contextmanager
+def transaction():
+    """Undo every recorded change if the block raises (any exception, Ctrl-C too)."""
+    log = []
+    token = _log.set(log)
+    try:
+        yield log
+    except BaseException:
+        _rollback(log)
+        raise
+    finally:
+        _log.reset(token)
+
+
+def _rollback(log) -> None:
+    for t, kind, old, extra in reversed(log):
+        if kind == "values":
+            t._data[...] = old
+            t._version[0] = extra
+        else:
+            t._grad = old
+            if old is not None:
+                data, version = extra
+                old._data[...] = data
+                old._version[0] = version
