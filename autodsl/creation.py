@@ -66,8 +66,8 @@ def _flatten_check(data):
 def tensor(data, requires_grad=False, dtype=None, device=None):
     """A new leaf tensor from a number or nested lists (copied).
 
-    Number literals give the default float dtype (float64) unless ``dtype`` is
-    given: ``tensor([1, 2])`` is float64, ``tensor([1, 2], dtype=int64)`` is
+    A NumPy array keeps its dtype. Number literals give the default float
+    dtype (float64) unless ``dtype`` is given: ``tensor([1, 2])`` is float64, ``tensor([1, 2], dtype=int64)`` is
     int64, ``tensor([true, false])`` is bool. Raises DTypeError if an integer
     or bool tensor is asked to require grad, ShapeError for ragged lists.
 
@@ -78,6 +78,10 @@ def tensor(data, requires_grad=False, dtype=None, device=None):
         arr = backend.to_host(data._data)
         dt = data.dtype if dtype is None else backend.as_dtype(dtype)
         return _finish(backend.asarray(arr, dt, device).copy(), device, requires_grad)
+    if hasattr(data, "dtype") and hasattr(data, "shape"):     # a NumPy/CuPy array keeps its dtype
+        host = backend.to_host(data)
+        dt = backend.as_dtype(host.dtype) if dtype is None else backend.as_dtype(dtype)
+        return _finish(backend.asarray(host, dt, device).copy(), device, requires_grad)
     _flatten_check(data)
     if dtype is None:
         probe = backend.asarray(_plain(data), None, "cpu")

@@ -119,3 +119,11 @@ def test_aliased_inputs_are_refused():
     expanded = np.broadcast_to(np.array([1.0, 2.0]), (3, 2))
     with pytest.raises(ValueError, match="broadcast"):
         gradcheck(lambda a: a.sum(), [expanded])
+
+
+def test_directional_check_passes_and_fails(wrong_ops):
+    from helpers import directional_check
+    x = np.random.default_rng(0).uniform(0.5, 2.0, size=(20, 30))
+    assert directional_check(lambda t: t * t, [x])
+    with pytest.raises(GradcheckError, match="directional"):
+        directional_check(wrong_ops["square"], [x])

@@ -72,3 +72,23 @@ def test_every_differentiable_sample_reaches_its_inputs():
         floats = [t for t, a in zip(ts, s.args) if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
         gs = ad.grad(out.sum(), floats, allow_unused=True)
         assert any(g is not None for g in gs), s.id
+
+
+LARGE = [
+    ("matmul", lambda a, b: ad.matmul(ad.tanh(a), b), [(16, 24), (24, 12)]),
+    ("softmax-cross-entropy", lambda a, b: ad.cross_entropy(a @ b, ad.tensor([i % 12 for i in range(16)],
+                                                                              dtype=ad.int64)),
+     [(16, 24), (24, 12)]),
+    ("reductions", lambda a, b: (ad.logsumexp(a, dim=1) * ad.std(b, dim=1)[:16]).sum() + a.var(),
+     [(16, 24), (24, 12)]),
+]
+
+
+@pytest.mark.parametrize("case", LARGE, ids=[c[0] for c in LARGE])
+def test_directional_on_larger_inputs(case):
+    from helpers import directional_check
+    _, fn, shapes = case
+    rng = np.random.default_rng(5)
+    args = [rng.standard_normal(s) for s in shapes]
+    for seed in range(3):
+        assert directional_check(fn, args, seed=seed)

@@ -22,7 +22,7 @@ import numpy as np
 
 import autodsl as ad
 
-__all__ = ["gradcheck", "gradgradcheck", "GradcheckError", "to_ad"]
+__all__ = ["gradcheck", "gradgradcheck", "directional_check", "GradcheckError", "to_ad"]
 
 EPS = 1e-6
 ATOL = 1e-5
@@ -166,3 +166,24 @@ def gradgradcheck(fn, inputs, wrt=None, *, eps=EPS, atol=ATOL, rtol=RTOL, seed=0
         return total
 
     return gradcheck(first_vjp, inputs, wrt, eps=eps, atol=atol, rtol=rtol, seed=seed + 2)
+
+
+def directional_check(fn, inputs, wrt=None, *, eps=EPS, atol=ATOL, rtol=RTOL, seed=0):
+    """HIPS-style check for larger inputs: one random direction ``d`` over all inputs at once,
+    comparing ``sum_i <grad_i, d_i>`` with ``(f(x + eps d) - f(x - eps d)) · v / (2 eps)``."""
+    inputs = [x.astype(np.float64, copy=False) if isinstance(x, np.ndarray) and x.dtype.kind == "f" else x
+              for x in inputs]
+    wrt = _float_indices(inputs) if wrt is None else list(wrt)
+    _check_no_alias(inputs, wrt)
+    rng = np.random.default_rng(seed)
+    probe = fn(*[to_ad(x) for x in inputs])
+    v = rng.standard_normal(probe.shape)
+    ds = {i: rng.standard_normal(inputs[i].shape) for i in wrt}
+    _, _, grads = _analytic(fn, inputs, wrt, v)
+    analytic = sum(0.0 if g is None else float(np.sum(_as_np(g) * ds[i])) for g, i in zip(grads, wrt))
+    plus = [x + eps * ds[i] if i in ds else x for i, x in enumerate(inputs)]
+    minus = [x - eps * ds[i] if i in ds else x for i, x in enumerate(inputs)]
+    numeric = (_scalar(fn, plus, wrt, v) - _scalar(fn, minus, wrt, v)) / (2 * eps)
+    if not np.isclose(analytic, numeric, atol=atol, rtol=rtol):
+        raise GradcheckError(f"directional derivative: analytic {analytic}, numeric {numeric}")
+    return True
