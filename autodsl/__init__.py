@@ -13,6 +13,7 @@ from .creation import (arange, eye, full, linspace, ones, ones_like, rand, randn
 from .errors import (AutogradError, DeviceError, DSLError, DTypeError, IndexError_, NameError_,
                      ParseError, RuntimeError_, ShapeError, TypeError_, ValueError_)
 from .functional import grad
+from .graphview import dot, graph
 from .inspect import info
 from .ops import REGISTRY
 from .ops.compare import eq, ge, gt, le, logical_and, logical_not, logical_or, lt, ne
@@ -60,7 +61,7 @@ __all__ = [
     # autograd
     "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
     # seeing what happens
-    "info", "trace", "last_trace",
+    "info", "trace", "last_trace", "graph", "dot",
     # embedding
     "Session", "REGISTRY",
     # errors

@@ -40,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", choices=["float32", "float64"], default=None,
                    help="default floating dtype (default: float64)")
     p.add_argument("--trace", action="store_true", help="print a step-by-step trace of every backward")
+    p.add_argument("--no-history", action="store_true",
+                   help="REPL: do not read or write the history file "
+                        "($XDG_DATA_HOME/autodsl/history; AUTODSL_NO_HISTORY=1 does the same)")
     p.add_argument("--version", action="version", version=f"autodsl {_version()}")
     return p
 
@@ -68,13 +71,29 @@ def _read(path: str, parser: argparse.ArgumentParser) -> str:
     raise AssertionError("unreachable")
 
 
+def _progress_line(session):
+    """A progress bar for long loops on stderr, only when stderr is a terminal."""
+    import contextlib
+    try:
+        tty = sys.stderr is not None and sys.stderr.isatty()
+    except Exception:  # noqa: BLE001
+        tty = False
+    if not tty:
+        return contextlib.nullcontext()
+    from .progress import ClearingWriter, ProgressLine
+    progress = ProgressLine()
+    session.out = ClearingWriter(progress, session.out)
+    return progress.running()
+
+
 def _run_sources(session, sources: list[tuple[str, str]]) -> int:
     from .errors import DSLError
     try:
         # parse every file first: a syntax error anywhere runs nothing
         programs = [session.parse(text, name) for name, text in sources]
-        for program in programs:
-            session.run(program)
+        with _progress_line(session):
+            for program in programs:
+                session.run(program)
     except DSLError as e:
         _flush_stdout()
         sys.stderr.write(e.render() + "\n")
@@ -136,7 +155,7 @@ def _main(argv) -> int:
     except ImportError:
         repl = None
     if repl is not None and hasattr(repl, "main"):
-        rc = repl.main(session)
+        rc = repl.main(session, history=not args.no_history)
         return int(rc or 0)
     return _fallback_repl(session)
 

@@ -1,22 +1,73 @@
-"""The interactive prompt: prompt-toolkit input, Session for everything else.
+"""The interactive prompt: prompt-toolkit for input, ``Session`` for everything else.
 
-Enter runs the input when it parses as complete and opens a continuation
-line while a bracket or block is open. Errors are printed and the loop goes
-on; variables survive every error. ``:`` commands are dispatched from a table.
+Two halves, so that the logic is testable without a terminal:
+
+- ``Repl`` runs one accepted input (``handle(text)``): a ``:`` command from
+  the table ``COMMANDS`` (each also by an unambiguous prefix, as in GHCi) or
+  source for ``Session.run``. It never raises: a DSLError is printed with its
+  caret, an internal fault is one line, and Ctrl-C during a statement rolls
+  back, so variables and every ``.grad`` are as they were before that input.
+- ``main`` builds one ``PromptSession`` from small collaborators: persistent
+  history (Ctrl-R searches it), the completer (``repl_complete``), the
+  Pygments lexer (``lexer``), a validator that shows a syntax error at its
+  column before anything runs, and key bindings where Enter runs the input
+  when it parses as complete and opens a continuation line otherwise.
+
+The REPL adds no semantics: ``:info x`` is ``info(x)``, ``:graph x`` is
+``graph(x)``, and so on.
 """
 from __future__ import annotations
 
 import os
 import sys
+import time
+from contextlib import nullcontext
 from pathlib import Path
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
+from prompt_toolkit.enums import DEFAULT_BUFFER
+from prompt_toolkit.filters import has_focus
+from prompt_toolkit.history import FileHistory, InMemoryHistory
+from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.output import ColorDepth
+from prompt_toolkit.validation import ValidationError, Validator
 
 from .errors import DSLError
 
-__all__ = ["main", "Repl", "history_path"]
+__all__ = ["main", "Repl", "history_path", "build_prompt_session", "SourceValidator"]
 
 BANNER = ("autodsl {version}: differentiable expressions. Try:\n"
           "  x = tensor(2.0, requires_grad=true); y = x^3; y.backward(); x.grad\n"
-          "Type :help for commands, :quit or Ctrl-D to leave.")
+          "Tab completes, Ctrl-R searches history, :help lists commands, :quit or Ctrl-D leaves.")
+
+INTERRUPTED = "interrupted: variables and gradients are as they were before this input"
+
+TOPICS = {
+    "language": """\
+statements end at a newline or `;`; `#` starts a comment
+  x = tensor([1.0, 2.0], requires_grad=true)   bind a name (never copies data)
+  x[0] = 3;  x += 1                              in-place writes
+  def f(a, b=2) { return a*b }                   functions
+  for i in range(10) { ... }                     loops over range(n), lists and tensors
+  if c { ... } else { ... }                      branches;  no_grad { ... } turns autograd off
+operators, tightest first: call/attribute/index, ^ (right-assoc), unary -, * / @, + -, comparisons
+a bare expression prints its value; see docs/language.md for everything""",
+    "autograd": """\
+leaves are tensors you made; only leaves that require grad get .grad (or retain_grad())
+  y.backward()              seed 1 for a scalar y; y.backward(g) otherwise
+  x.grad, x.grad_fn, x.is_leaf, x.requires_grad
+  grad(y, [x])              gradients without touching .grad (create_graph=true for higher order)
+  x.grad = none / x.zero_grad()   gradients accumulate until zeroed
+  :trace on                 show each backward step by step; :graph y shows what y depends on""",
+    "keys": """\
+Enter            run the input when it is complete, else open a continuation line
+Escape Enter     always a new line
+Tab              complete names, attributes after `.`, keyword arguments, commands, files
+Up / Down        previous / next input;  Ctrl-R  search the history
+Ctrl-C           cancel the line being edited, or interrupt a running statement (it is undone)
+Ctrl-D           leave (on an empty line)""",
+}
 
 
 def history_path() -> Path:
@@ -25,24 +76,36 @@ def history_path() -> Path:
     return Path(base) / "autodsl" / "history"
 
 
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 class Repl:
     """The REPL's logic without a terminal: ``handle(text)`` runs one accepted input."""
 
-    def __init__(self, session, out=None):
+    def __init__(self, session, out=None, progress=None):
         self.session = session
-        self.out = out or sys.stdout
-        self.commands = {
-            ":help": self.cmd_help, ":info": self.cmd_info, ":trace": self.cmd_trace,
-            ":vars": self.cmd_vars, ":reset": self.cmd_reset, ":quit": self.cmd_quit,
-        }
+        self.out = out
+        self.progress = progress          # a progress.ProgressLine when stderr is a terminal
+        self.accepted: list[str] = []     # what :save writes
         self.done = False
+        self.commands = {
+            ":help": self.cmd_help, ":vars": self.cmd_vars, ":info": self.cmd_info,
+            ":trace": self.cmd_trace, ":graph": self.cmd_graph, ":dot": self.cmd_dot,
+            ":load": self.cmd_load, ":save": self.cmd_save, ":reset": self.cmd_reset,
+            ":device": self.cmd_device, ":dtype": self.cmd_dtype, ":time": self.cmd_time,
+            ":quit": self.cmd_quit,
+        }
 
+    # -- output --------------------------------------------------------------------
     def write(self, text: str) -> None:
-        self.out.write(text + "\n")
-        self.out.flush()
+        out = self.out if self.out is not None else sys.stdout
+        out.write(text + "\n")
+        out.flush()
 
+    # -- one input -------------------------------------------------------------------
     def handle(self, text: str) -> None:
-        """Run one input: a `:` command or source. Never raises (except SystemExit on :quit)."""
+        """Run one input: a ``:`` command or source. Never raises; ``self.done`` after :quit."""
         stripped = text.strip()
         if not stripped:
             return
@@ -50,124 +113,434 @@ class Repl:
             if stripped.startswith(":"):
                 self.command(stripped)
             else:
-                self.session.run(text, filename="<input>")
+                self.run_source(text)
+                self.accepted.append(text.strip("\n"))
         except DSLError as e:
             self.write(e.render())
         except KeyboardInterrupt:
-            self.write("interrupted; the session is as it was before this input")
-        except Exception as e:  # noqa: BLE001  (the loop survives internal faults)
-            self.write(f"internal error ({type(e).__name__}: {e}); the session goes on")
+            self.write(INTERRUPTED)
+        except RecursionError:
+            self.write("internal error: nesting too deep; the session goes on")
+        except Exception as e:  # noqa: BLE001 - the loop survives internal faults
+            msg = str(e).splitlines()[0] if str(e) else ""
+            self.write(f"internal error ({type(e).__name__}: {msg}); the session goes on")
+
+    def run_source(self, text: str, filename: str = "<input>"):
+        """``session.run(text)``; on Ctrl-C undo the input's bindings, in-place writes and .grad changes.
+
+        A DSLError keeps the script semantics (bindings made before the failing
+        statement stay); only an interrupt rolls the whole input back.
+        """
+        from .autograd.journal import transaction
+        session = self.session
+        program = session.parse(text, filename)       # a syntax error runs nothing
+        snapshot = dict(session.namespace)
+        trace = session.trace
+        error = None
+        running = self.progress.running() if self.progress is not None else nullcontext()
+        try:
+            with running, transaction():
+                try:
+                    session.run(program)
+                except DSLError as e:     # not undone: raised after the transaction closes
+                    error = e
+        except KeyboardInterrupt:
+            session.namespace.clear()
+            session.namespace.update(snapshot)
+            session.trace = trace
+            raise
+        if error is not None:
+            raise error
+
+    # -- commands ----------------------------------------------------------------------
+    def resolve(self, name: str) -> str | None:
+        """The command ``name`` stands for (exactly, or as an unambiguous prefix); None with a message."""
+        if name in self.commands:
+            return name
+        matches = [c for c in self.commands if c.startswith(name)]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            self.write(f"{name} is ambiguous: {', '.join(sorted(matches))}")
+        else:
+            self.write(f"{name} is not a command; :help lists them")
+        return None
 
     def command(self, text: str) -> None:
         name, _, arg = text.partition(" ")
-        matches = [c for c in self.commands if c.startswith(name)]
-        if name in self.commands:
-            matches = [name]
-        if len(matches) != 1:
-            options = ", ".join(sorted(self.commands))
-            what = "is ambiguous" if matches else "is not a command"
-            self.write(f"{name} {what}; commands: {options}")
-            return
-        self.commands[matches[0]](arg.strip())
+        full = self.resolve(name)
+        if full is not None:
+            self.commands[full](arg.strip())
+
+    def usage(self, name: str) -> str:
+        return (self.commands[name].__doc__ or name).strip().splitlines()[0]
 
     def cmd_help(self, arg: str) -> None:
-        """:help [name]: this list, or the documentation of a built-in."""
-        if arg:
-            fn = self.session.builtins.get(arg)
-            if fn is None:
-                self.write(f"no built-in named {arg!r}")
-                return
-            self.write((fn.__doc__ or "(no documentation)").strip())
+        """:help [name]  commands and topics, or a built-in's doc, a command's use, a topic"""
+        builtins = self.session.builtins
+        if not arg:
+            lines = ["commands (any unambiguous prefix works, e.g. :h, :v, :q):"]
+            lines += ["  " + self.usage(c) for c in self.commands]
+            lines.append("topics: " + ", ".join(f":help {t}" for t in TOPICS))
+            names = sorted(n for n in builtins if not n.startswith("_"))
+            lines.append("built-ins (:help NAME for one):")
+            lines += _columns(names, width=88, indent="  ")
+            self.write("\n".join(lines))
             return
-        lines = ["commands:"]
-        for name, fn in sorted(self.commands.items()):
-            lines.append("  " + (fn.__doc__ or name).strip())
-        lines.append("built-ins: " + ", ".join(sorted(n for n in self.session.builtins if not n.startswith("_"))))
-        self.write("\n".join(lines))
+        if arg in TOPICS:
+            self.write(TOPICS[arg])
+            return
+        if arg == "commands":
+            self.write("\n".join(self.usage(c) for c in self.commands))
+            return
+        if arg.startswith(":"):
+            full = self.resolve(arg)
+            if full is not None:
+                self.write(self.usage(full))
+            return
+        fn = builtins.get(arg)
+        if fn is None:
+            from .lang.values import suggest
+            self.write(f"no built-in or topic named {arg!r}{suggest(arg, list(builtins) + list(TOPICS))}; "
+                       ":help lists them")
+            return
+        self.write(_builtin_help(arg, fn))
+
+    def cmd_vars(self, arg: str) -> None:
+        """:vars  your variables: name, shape, dtype, device, requires_grad, is_leaf, grad_fn, grad"""
+        from .tensor import Tensor
+        rows = []
+        for name, value in self.user_bindings().items():
+            if isinstance(value, Tensor):
+                gf = value.grad_fn
+                rows.append([name, "(" + ", ".join(map(str, value.shape)) + ("," if len(value.shape) == 1 else "") + ")",
+                             value.dtype.name, str(value.device), _b(value.requires_grad), _b(value.is_leaf),
+                             getattr(gf, "name", None) or "-",
+                             "set" if getattr(value, "_grad", None) is not None else "-"])
+            else:
+                from .repl_complete import describe_binding
+                rows.append([name, describe_binding(value), "", "", "", "", "", ""])
+        if not rows:
+            self.write("no variables yet")
+            return
+        head = ["name", "shape", "dtype", "device", "requires_grad", "is_leaf", "grad_fn", "grad"]
+        self.write("\n".join(_table(head, rows)))
+
+    def user_bindings(self) -> dict:
+        """The session's bindings less the untouched predefined names (inf, nan, pi, dtypes)."""
+        from .session import PREDEFINED, _predefined
+        fresh = _predefined()
+        return {k: v for k, v in self.session.namespace.items()
+                if not (k in PREDEFINED and v is fresh.get(k))}
 
     def cmd_info(self, arg: str) -> None:
-        """:info x: shape, dtype, device, requires_grad, is_leaf, grad_fn, grad of x."""
+        """:info x  shape, dtype, device, requires_grad, is_leaf, grad_fn, retains_grad, grad, version"""
         if not arg:
-            self.write("usage: :info NAME")
+            self.write("usage: " + self.usage(":info"))
             return
-        self.session.run(f"info({arg})", filename="<input>")
+        self.run_source(f"info({arg})")
 
     def cmd_trace(self, arg: str) -> None:
-        """:trace on|off|last: print each backward's trace, or show the last one."""
+        """:trace on|off|last  print each backward step by step, or show the last one"""
         if arg in ("on", "off"):
             self.session.trace = arg == "on"
+            self.accepted.append(f"trace({'true' if arg == 'on' else 'false'})")
             self.write(f"trace {arg}")
         elif arg in ("", "last"):
             tr = self.session.last_trace
-            self.write(str(tr) if tr is not None else "no backward has run yet")
+            self.write(str(tr).rstrip("\n") if tr is not None else "no backward has been traced yet (:trace on)")
         else:
-            self.write("usage: :trace on|off|last")
+            self.write("usage: " + self.usage(":trace"))
 
-    def cmd_vars(self, arg: str) -> None:
-        """:vars: the tensors of this session, with their autograd state."""
-        from .tensor import Tensor
-        rows = [(n, v) for n, v in self.session.bindings().items() if isinstance(v, Tensor)]
-        if not rows:
-            self.write("no tensors yet")
+    def cmd_graph(self, arg: str) -> None:
+        """:graph x  the graph x depends on, as a text tree"""
+        if not arg:
+            self.write("usage: " + self.usage(":graph"))
             return
-        self.write(f"{'name':<12} {'shape':<12} {'dtype':<8} {'requires_grad':<14} {'is_leaf':<8} "
-                   f"{'grad_fn':<18} grad")
-        for n, v in rows:
-            gf = v.grad_fn.name if v.grad_fn is not None else "-"
-            self.write(f"{n:<12} {str(v.shape):<12} {v.dtype.name:<8} {str(v.requires_grad).lower():<14} "
-                       f"{str(v.is_leaf).lower():<8} {gf:<18} {'set' if v._grad is not None else '-'}")
+        self.run_source(f"graph({arg})")
+
+    def cmd_dot(self, arg: str) -> None:
+        """:dot x [file.dot|.svg|.png]  the graph of x in Graphviz DOT (printed, or written to the file)"""
+        expr, _, path = arg.rpartition(" ") if _looks_like_path(arg) else (arg, "", "")
+        expr = expr.strip()
+        if not expr:
+            self.write("usage: " + self.usage(":dot"))
+            return
+        self.run_source(f"dot({expr}, {_quote(path)})" if path else f"dot({expr})")
+
+    def cmd_load(self, arg: str) -> None:
+        """:load file.ad  run a script in this session"""
+        if not arg:
+            self.write("usage: " + self.usage(":load"))
+            return
+        path = os.path.expanduser(arg)
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            reason = getattr(e, "strerror", None) or type(e).__name__
+            self.write(f"cannot read {arg}: {reason}")
+            return
+        self.run_source(text, filename=arg)
+        self.accepted.append(f"# :load {arg}\n{text.rstrip()}")
+
+    def cmd_save(self, arg: str) -> None:
+        """:save file.ad  write this session's inputs (those that ran without error) as a script"""
+        if not arg:
+            self.write("usage: " + self.usage(":save"))
+            return
+        body = "\n".join(self.accepted)
+        text = "# autodsl session, saved by :save\n" + (body + "\n" if body else "")
+        try:
+            with open(os.path.expanduser(arg), "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            self.write(f"cannot write {arg}: {e.strerror or e}")
+            return
+        n = len(self.accepted)
+        self.write(f"saved {n} input{'s' if n != 1 else ''} to {arg}")
 
     def cmd_reset(self, arg: str) -> None:
-        """:reset: forget every variable."""
+        """:reset  forget every variable (device, dtype and trace settings stay)"""
         from .session import Session
         s = self.session
-        self.session = Session(device=s.device, dtype=s.dtype, trace=s.trace)
+        self.session = Session(device=s.device, dtype=s.dtype, trace=s.trace, echo=s.echo, out=s.out)
+        self.accepted = [line for line in self._settings_script()]
         self.write("session reset")
 
+    def _settings_script(self) -> list[str]:
+        lines = []
+        if self.session.dtype is not None:
+            lines.append(f"set_default_dtype({_dtype_name(self.session.dtype)})")
+        if self.session.trace:
+            lines.append("trace(true)")
+        return lines
+
+    def cmd_device(self, arg: str) -> None:
+        """:device cpu|cuda  where new tensors go"""
+        if not arg:
+            self.write(f"device {self.session.device}")
+            return
+        from . import backend
+        self.session.device = backend.check_device(arg)    # DeviceError says how to get CuPy
+        if self.session.device != "cpu":
+            self.accepted.append(f"# run with --device {self.session.device}")
+        self.write(f"device {self.session.device}")
+
+    def cmd_dtype(self, arg: str) -> None:
+        """:dtype float32|float64  the default floating dtype of new tensors"""
+        from . import backend
+        if not arg:
+            current = self.session.dtype or backend.get_default_dtype()
+            self.write(f"dtype {_dtype_name(current)}")
+            return
+        with backend.defaults(dtype=arg):     # validates: floating dtypes only
+            pass
+        name = _dtype_name(backend.as_dtype(arg))
+        self.session.dtype = name
+        self.accepted.append(f"set_default_dtype({name})")
+        self.write(f"dtype {name}")
+
+    def cmd_time(self, arg: str) -> None:
+        """:time statement  run it and report how long it took"""
+        if not arg:
+            self.write("usage: " + self.usage(":time"))
+            return
+        start = time.perf_counter()
+        self.run_source(arg)          # an error or Ctrl-C is reported instead of a time
+        self.write(f"time: {_seconds(time.perf_counter() - start)}")
+        self.accepted.append(arg)
+
     def cmd_quit(self, arg: str) -> None:
-        """:quit: leave (Ctrl-D does too)."""
+        """:quit  leave (Ctrl-D does too)"""
         self.done = True
 
 
-def main(session, history: bool = True) -> int:
-    """Run the interactive loop on a terminal until :quit or Ctrl-D; returns the exit status."""
-    from prompt_toolkit import PromptSession
-    from prompt_toolkit.history import FileHistory, InMemoryHistory
-    from prompt_toolkit.key_binding import KeyBindings
+# ---- small helpers ---------------------------------------------------------------------
 
-    from . import __version__
+def _b(v: bool) -> str:
+    return "true" if v else "false"
+
+
+def _dtype_name(d) -> str:
+    return getattr(d, "name", None) or str(d)
+
+
+def _seconds(s: float) -> str:
+    if s < 1e-3:
+        return f"{s * 1e6:.0f} µs"
+    if s < 1:
+        return f"{s * 1e3:.1f} ms"
+    return f"{s:.2f} s"
+
+
+def _looks_like_path(arg: str) -> bool:
+    last = arg.rsplit(" ", 1)[-1] if " " in arg.strip() else ""
+    return last.lower().endswith((".dot", ".gv", ".svg", ".png", ".pdf"))
+
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
+    fmt = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+    return [fmt(head)] + [fmt(r) for r in rows]
+
+
+def _columns(names: list[str], width: int, indent: str) -> list[str]:
+    if not names:
+        return []
+    col = max(len(n) for n in names) + 2
+    per_row = max(1, (width - len(indent)) // col)
+    return [indent + "".join(n.ljust(col) for n in names[i:i + per_row]).rstrip()
+            for i in range(0, len(names), per_row)]
+
+
+def _builtin_help(name: str, fn) -> str:
+    import inspect
+    try:
+        sig = str(inspect.signature(fn))
+    except (TypeError, ValueError):
+        sig = "(...)"
+    sig = sig.split(" -> ")[0].replace("'", "")
+    doc = inspect.cleandoc(fn.__doc__ or "(no documentation)")
+    return f"{name}{sig}\n{doc}"
+
+
+# ---- the prompt ------------------------------------------------------------------------
+
+class SourceValidator(Validator):
+    """Shows a syntax error at its column before anything runs (``:`` commands are not checked)."""
+
+    def validate(self, document) -> None:
+        text = document.text
+        if not text.strip() or text.lstrip().startswith(":"):
+            return
+        from .lang.parser import parse
+        try:
+            parse(text, "<input>")
+        except DSLError as e:
+            if e.line is None:
+                raise ValidationError(cursor_position=len(text), message=e.message) from None
+            try:
+                index = document.translate_row_col_to_index(max(0, e.line - 1), max(0, (e.column or 1) - 1))
+            except Exception:  # noqa: BLE001
+                index = len(text)
+            raise ValidationError(cursor_position=index,
+                                  message=f"line {e.line}, column {e.column or 1}: {e.message}") from None
+        except Exception:  # noqa: BLE001 - a broken check must not block input
+            return
+
+
+def _key_bindings() -> KeyBindings:
     from .lang.parser import is_incomplete
 
-    repl = Repl(session)
+    kb = KeyBindings()
+    editing = has_focus(DEFAULT_BUFFER)     # not in the Ctrl-R search field
+
+    def newline(buf) -> None:
+        line = buf.document.current_line_before_cursor
+        indent = line[: len(line) - len(line.lstrip())]
+        if line.rstrip().endswith("{"):
+            indent += "    "
+        buf.insert_text("\n" + indent)
+
+    @kb.add("enter", filter=editing)
+    def _(event):
+        buf = event.current_buffer
+        text = buf.document.text
+        try:
+            incomplete = not text.lstrip().startswith(":") and is_incomplete(text)
+        except Exception:  # noqa: BLE001
+            incomplete = False
+        if incomplete and text.strip():
+            newline(buf)
+        else:
+            buf.validate_and_handle()
+
+    @kb.add("escape", "enter", filter=editing)
+    def _(event):
+        newline(event.current_buffer)
+
+    @kb.add("}", filter=editing)
+    def _(event):
+        buf = event.current_buffer
+        before = buf.document.current_line_before_cursor
+        if before and not before.strip():
+            buf.delete_before_cursor(min(4, len(before)))
+        buf.insert_text("}")
+
+    return kb
+
+
+def build_prompt_session(repl: Repl, history: bool = True, input=None, output=None, color: bool = True):
+    """One PromptSession wired to ``repl``: history, completion, lexer, validator, key bindings."""
+    from .ops import REGISTRY
+    from .repl_complete import AutodslCompleter
+
     hist = InMemoryHistory()
-    if history and not os.environ.get("AUTODSL_NO_HISTORY"):
+    if history:
         path = history_path()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             hist = FileHistory(str(path))
         except OSError:
             pass
+    lexer = None
+    if color:
+        try:
+            from prompt_toolkit.lexers import PygmentsLexer
 
-    kb = KeyBindings()
+            from .lexer import AutodslLexer
+            lexer = PygmentsLexer(AutodslLexer)
+        except ImportError:   # pygments missing: plain text
+            lexer = None
+    completer = AutodslCompleter(lambda: repl.session, lambda: repl.commands, registry=REGISTRY)
+    return PromptSession(
+        history=hist, key_bindings=_key_bindings(), multiline=True, completer=completer,
+        complete_while_typing=False, auto_suggest=AutoSuggestFromHistory(), lexer=lexer,
+        validator=SourceValidator(), validate_while_typing=False, search_ignore_case=True,
+        prompt_continuation=lambda width, line, soft: "... ".rjust(width), input=input, output=output,
+        color_depth=None if color else ColorDepth.MONOCHROME,
+    )
 
-    @kb.add("enter")
-    def _(event):
-        buf = event.current_buffer
-        text = buf.document.text
-        if text.strip().startswith(":") or not is_incomplete(text):
-            buf.validate_and_handle()
-        else:
-            buf.insert_text("\n")
 
-    prompt = PromptSession(history=hist, key_bindings=kb, multiline=True,
-                           prompt_continuation=lambda width, line, soft: "...".ljust(width))
-    print(BANNER.format(version=__version__))
+def main(session, history: bool = True, input=None, output=None, out=None) -> int:
+    """Run the interactive loop until :quit or Ctrl-D; returns the exit status (0).
+
+    ``history=False`` (``--no-history`` or ``AUTODSL_NO_HISTORY=1``) keeps the
+    history in memory only. ``input``/``output`` are prompt-toolkit's, for tests.
+    """
+    from . import __version__
+    from .progress import ClearingWriter, ProgressLine
+
+    if os.environ.get("AUTODSL_NO_HISTORY"):
+        history = False
+    progress = None
+    if input is None and _isatty(sys.stderr):
+        progress = ProgressLine()
+        session.out = ClearingWriter(progress, session.out)
+    repl = Repl(session, out=out, progress=progress)
+    color = not os.environ.get("NO_COLOR")
+    prompt = build_prompt_session(repl, history=history, input=input, output=output, color=color)
+    repl.write(BANNER.format(version=__version__))
     while not repl.done:
         try:
             text = prompt.prompt(">>> ")
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:      # Ctrl-C while editing: drop the line
             continue
-        except EOFError:
+        except EOFError:               # Ctrl-D
             break
-        repl.handle(text)
+        except Exception as e:  # noqa: BLE001 - a fault of the prompt itself: report, go on
+            repl.write(f"internal error in the prompt ({type(e).__name__}: {e}); the session goes on")
+            continue
+        try:
+            repl.handle(text)
+        except KeyboardInterrupt:      # Ctrl-C landing between statements
+            repl.write(INTERRUPTED)
     return 0
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except Exception:  # noqa: BLE001
+        return False

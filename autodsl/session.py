@@ -21,6 +21,7 @@ from typing import Any
 
 from .errors import NameError_
 from .lang import ast as A
+from .graphview import NAMES as GRAPH_NAMES
 from .lang.builtins import make_builtins
 from .lang.interpreter import Interpreter
 from .lang.parser import parse
@@ -84,16 +85,27 @@ class Session:
             with warnings.catch_warnings():
                 warnings.simplefilter("always", UserWarning)
                 warnings.showwarning = self._make_warning_handler(program, seen)
-                with backend.defaults(device=self.device, dtype=self.dtype), \
-                        tracing(self.trace, sink=self._set_last_trace):
+                start_dtype = self.dtype or backend.get_default_dtype()
+                names_token = GRAPH_NAMES.set(lambda: self.namespace)
+                with backend.defaults(device=self.device, dtype=start_dtype), \
+                        tracing(self.trace, sink=self._set_last_trace, printer=self._print_trace):
                     try:
                         value, _ = self._interp.run(program)
                     finally:
                         self.trace = is_trace_enabled()
+                        GRAPH_NAMES.reset(names_token)
+                        # set_default_dtype() in a script lasts for this session only
+                        if backend.get_default_dtype() is not start_dtype:
+                            self.dtype = backend.get_default_dtype()
             return value
         finally:
             if old_limit < _RECURSION_LIMIT:
                 sys.setrecursionlimit(old_limit)
+
+    def _print_trace(self, text: str) -> None:
+        out = self.out if self.out is not None else sys.stdout
+        out.write(text + "\n")
+        out.flush()
 
     def _set_last_trace(self, trace) -> None:
         # Name leaves by the variables that hold them, so the trace reads "w1.grad = ...".

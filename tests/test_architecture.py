@@ -17,11 +17,11 @@ LAYERS = [
     ["backend"],
     ["autograd"],
     ["tensor"],
-    ["ops", "creation", "functional", "inspect", "display"],
+    ["ops", "creation", "functional", "inspect", "display", "graphview"],
     ["autodsl"],            # the public API façade (autodsl/__init__.py)
     ["lang"],
     ["session"],
-    ["repl", "cli", "__main__"],
+    ["repl", "repl_complete", "lexer", "progress", "cli", "__main__"],
 ]
 LEVEL = {name: i for i, names in enumerate(LAYERS) for name in names}
 

@@ -16,24 +16,36 @@ _log: ContextVar[list | None] = ContextVar("autodsl_journal", default=None)
 
 
 def record_values(t) -> None:
-    """Call before writing into ``t``'s storage in place."""
+    """Call before writing into ``t``'s storage in place.
+
+    Only the first write to each tensor object is saved. Undoing those first
+    snapshots in reverse order restores overlapping views and detached aliases
+    too: whatever a snapshot captured from an earlier write is overwritten
+    again by the earlier object's own (older) snapshot.
+    """
     log = _log.get()
     if log is not None:
-        log.append((t, "values", t._data.copy(), t._version[0]))
+        key = ("values", id(t))     # the log holds t, so its id is not reused meanwhile
+        if key not in log.seen:
+            log.seen.add(key)
+            log.append((t, "values", t._data.copy(), t._version[0]))
 
 
 def record_grad(t) -> None:
     """Call before replacing ``t.grad`` (or adding into it in place)."""
     log = _log.get()
     if log is not None:
-        g = t._grad
-        log.append((t, "grad", g, None if g is None else (g._data.copy(), g._version[0])))
+        key = ("grad", id(t))
+        if key not in log.seen:
+            log.seen.add(key)
+            g = t._grad
+            log.append((t, "grad", g, None if g is None else (g._data.copy(), g._version[0])))
 
 
 @contextlib.contextmanager
 def transaction():
     """Undo every recorded change if the block raises (any exception, Ctrl-C too)."""
-    log = []
+    log = _Log()
     token = _log.set(log)
     try:
         yield log
@@ -42,6 +54,14 @@ def transaction():
         raise
     finally:
         _log.reset(token)
+
+
+class _Log(list):
+    """The undo entries, plus which storages and .grad fields are already saved."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = set()
 
 
 def _rollback(log) -> None:

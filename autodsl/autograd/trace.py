@@ -16,10 +16,11 @@ from .. import backend
 from ..textfmt import format_array
 
 __all__ = ["Trace", "Step", "trace", "tracing", "is_trace_enabled", "set_trace_enabled",
-           "last_trace", "new_recorder"]
+           "last_trace", "new_recorder", "walk", "node_labels", "leaf_label"]
 
 _enabled: ContextVar[bool] = ContextVar("autodsl_trace_enabled", default=False)
 _sink: ContextVar = ContextVar("autodsl_trace_sink", default=None)
+_printer: ContextVar = ContextVar("autodsl_trace_printer", default=None)
 _last = [None]
 
 
@@ -50,13 +51,16 @@ def last_trace():
 
 
 @contextlib.contextmanager
-def tracing(enabled: bool, sink=None):
-    """Scope the trace flag and a sink ``sink(trace)`` called after every backward."""
+def tracing(enabled: bool, sink=None, printer=None):
+    """Scope the trace flag, a sink ``sink(trace)`` called after every backward, and
+    ``printer(text)`` that prints the trace when it is on (default: print to stdout)."""
     t1 = _enabled.set(bool(enabled))
     t2 = _sink.set(sink)
+    t3 = _printer.set(printer)
     try:
         yield
     finally:
+        _printer.reset(t3)
         _sink.reset(t2)
         _enabled.reset(t1)
 
@@ -109,7 +113,11 @@ class Recorder:
         if sink is not None:
             sink(tr)
         if _enabled.get():
-            print(tr.format(), flush=True)
+            printer = _printer.get()
+            if printer is None:
+                print(tr.format(), flush=True)
+            else:
+                printer(tr.format())
 
 
 def _snap(t):
@@ -136,23 +144,10 @@ class Trace:
         return [s.node.name for s in self.steps]
 
     def _labels(self):
-        labels = {}
-        counts = {}
-        for st in self.steps:
-            for n in [st.node] + [nx for nx, _ in st.sends]:
-                if n in labels:
-                    continue
-                labels[n] = self._label(n, counts)
-        return labels
-
-    def _label(self, node, counts):
-        from .node import AccumulateGrad  # noqa: PLC0415
-        if isinstance(node, AccumulateGrad):
-            nm = self.names.get(id(node.variable))
-            return f"AccumulateGrad({nm})" if nm else f"AccumulateGrad(leaf {_shape(node.variable.shape)})"
-        k = counts.get(node.name, 0) + 1
-        counts[node.name] = k
-        return f"{node.name}#{k}"
+        # The roots (deps 0) first, so that the numbering is the one graph(root) shows;
+        # every node run is listed too, in case a root had incoming edges.
+        roots = [st.node for st in self.steps if st.deps == 0] + [st.node for st in self.steps]
+        return node_labels(roots, self.names)
 
     def format(self) -> str:
         labels = self._labels()
@@ -181,6 +176,52 @@ class Trace:
 
     def __repr__(self) -> str:
         return f"<Trace of {len(self.steps)} steps>"
+
+
+# -- node labels, shared with autodsl.graphview ---------------------------------------------------
+
+def walk(roots):
+    """Every node reachable from ``roots``, each once, in depth-first pre-order.
+
+    Children are visited in ``next_edges`` order, so the order is deterministic;
+    an explicit stack, so a 100,000-node chain needs no recursion.
+    """
+    seen = set()
+    for root in roots:
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            yield node
+            stack.extend(reversed(node.next_edges))
+
+
+def leaf_label(tensor, names=None) -> str:
+    """``AccumulateGrad(w1)``, or ``AccumulateGrad(leaf 2x3)`` when the leaf has no name."""
+    nm = (names or {}).get(id(tensor))
+    return f"AccumulateGrad({nm})" if nm else f"AccumulateGrad(leaf {_shape(tensor.shape)})"
+
+
+def node_labels(roots, names=None) -> dict:
+    """{node: label} for everything reachable from ``roots``: ``MulBackward#1``,
+    ``MulBackward#2``, ... numbered per name in the order of ``walk(roots)``, and
+    ``AccumulateGrad(w1)`` for leaves (``names``: {id(tensor): variable name}).
+
+    The trace and ``autodsl.graphview`` both use it, so they name nodes alike.
+    """
+    from .node import AccumulateGrad  # noqa: PLC0415
+    labels = {}
+    counts = {}
+    for node in walk(roots):
+        if isinstance(node, AccumulateGrad):
+            labels[node] = leaf_label(node.variable, names)
+        else:
+            k = counts.get(node.name, 0) + 1
+            counts[node.name] = k
+            labels[node] = f"{node.name}#{k}"
+    return labels
 
 
 def _indent(text, pad):

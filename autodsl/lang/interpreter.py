@@ -20,8 +20,10 @@ capped at ``MAX_CALL_DEPTH``.
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import operator
+from contextvars import ContextVar
 from typing import Any, Callable
 
 from ..errors import DSLError, IndexError_, NameError_, RuntimeError_, TypeError_
@@ -37,7 +39,7 @@ except ImportError:  # pragma: no cover - core not there yet
     _GraphNode = ()
 
 __all__ = ["Interpreter", "UserFunction", "Scope", "MAX_CALL_DEPTH", "translate_exception",
-           "NODE_ATTRIBUTES", "SETTABLE_ATTRIBUTES", "describe"]
+           "NODE_ATTRIBUTES", "SETTABLE_ATTRIBUTES", "describe", "loop_progress"]
 
 MAX_CALL_DEPTH = 200
 NODE_ATTRIBUTES = frozenset({"name", "next_functions"})
@@ -49,6 +51,23 @@ _INPLACE = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=":
 _COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
             "==": operator.eq, "!=": operator.ne}
 _NUMBER = (bool, int, float)
+
+# The one hook for progress display: a callback ``(done, total)`` that the
+# outermost running `for` loop calls after each iteration (``total`` is None
+# when the length is unknown). The REPL and the command line install one only
+# when stderr is a terminal, so scripts' output never changes.
+_LOOP_PROGRESS: ContextVar[Callable[[int, int | None], None] | None] = ContextVar(
+    "autodsl_loop_progress", default=None)
+
+
+@contextlib.contextmanager
+def loop_progress(callback: Callable[[int, int | None], None] | None):
+    """While open, the outermost `for` loop reports ``callback(done, total)`` after each iteration."""
+    token = _LOOP_PROGRESS.set(callback)
+    try:
+        yield
+    finally:
+        _LOOP_PROGRESS.reset(token)
 
 
 def _is_number(v) -> bool:
@@ -117,6 +136,7 @@ class Interpreter:
         self.source: A.Source | None = None
         self.depth = 0
         self.current_stmt: A.Stmt | None = None
+        self.loop_depth = 0     # `for` loops running now (only the outermost reports progress)
 
     # -- entry point -----------------------------------------------------------
     def run(self, program: A.Program):
@@ -124,6 +144,7 @@ class Interpreter:
         self.scope = self.globals
         self.source = program.source
         self.depth = 0
+        self.loop_depth = 0
         value, is_expr = None, False
         for stmt in program.body:
             self.current_stmt = stmt
@@ -258,9 +279,17 @@ class Interpreter:
             raise self._attach(TypeError_(f"`for` needs a range, a list or a tensor to loop over, "
                                           f"not {describe(iterable)}"), stmt.iterable)
         scope = self.scope
-        for item in items:
-            scope.vars[stmt.var] = item
-            self.exec_block(stmt.body)
+        report = _LOOP_PROGRESS.get() if self.loop_depth == 0 else None
+        total = len(iterable) if isinstance(iterable, (range, list, tuple)) else iterable.shape[0]
+        self.loop_depth += 1
+        try:
+            for done, item in enumerate(items, 1):
+                scope.vars[stmt.var] = item
+                self.exec_block(stmt.body)
+                if report is not None:
+                    report(done, total)
+        finally:
+            self.loop_depth -= 1
 
     def exec_If(self, stmt: A.If):
         cond = self.eval(stmt.cond)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 
 from ..backend import namespace_of
+from ..errors import ValueError_
 from .registry import Op, apply, defop
 
 __all__ = ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "sin", "cos", "tan",
@@ -16,6 +17,7 @@ __all__ = ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "sin"
 @defop("add")
 class Add(Op):
     """a + b, broadcasting."""
+    promote = True
     def forward(self, a, b):
         return a + b
 
@@ -26,6 +28,7 @@ class Add(Op):
 @defop("sub")
 class Sub(Op):
     """a - b, broadcasting."""
+    promote = True
     def forward(self, a, b):
         return a - b
 
@@ -36,6 +39,7 @@ class Sub(Op):
 @defop("mul")
 class Mul(Op):
     """a * b, broadcasting."""
+    promote = True
     def forward(self, a, b):
         x, y = self.inputs
         self.save_for_backward(x, y)
@@ -50,6 +54,8 @@ class Mul(Op):
 @defop("div")
 class Div(Op):
     """a / b (true division), broadcasting; IEEE results at b = 0."""
+    promote = True
+    floating = True
     def forward(self, a, b):
         x, y = self.inputs
         self.save_for_backward(x, y)
@@ -74,13 +80,15 @@ class Neg(Op):
 @defop("pow")
 class Pow(Op):
     """a ^ b elementwise (a tensor or number exponent)."""
+    promote = True
     save_output = True
 
     def forward(self, a, b):
         x, y = self.inputs
         self.save_for_backward(x, y)
         if a.dtype.kind in "iub" and b.dtype.kind in "iub" and (b < 0).any():
-            a = a.astype("float64")   # torch refuses int^negative-int; we give the real value
+            raise ValueError_("integers to negative integer powers are not allowed (the result is not "
+                              "an integer); use a floating base, e.g. tensor(..., dtype=float64)")
         return a ** b
 
     def backward(self, g):
@@ -103,6 +111,8 @@ class Pow(Op):
 @defop("exp")
 class Exp(Op):
     """e^a."""
+    promote = True
+    floating = True
     save_output = True
 
     def forward(self, a):
@@ -116,6 +126,8 @@ class Exp(Op):
 @defop("log")
 class Log(Op):
     """Natural logarithm (log 0 = -inf, log of a negative number = nan)."""
+    promote = True
+    floating = True
     def forward(self, a):
         self.save_for_backward(self.inputs[0])
         return _xp(a).log(a)
@@ -128,6 +140,8 @@ class Log(Op):
 @defop("sqrt")
 class Sqrt(Op):
     """Square root."""
+    promote = True
+    floating = True
     save_output = True
 
     def forward(self, a):
@@ -141,6 +155,8 @@ class Sqrt(Op):
 @defop("sin")
 class Sin(Op):
     """Sine (radians)."""
+    promote = True
+    floating = True
     def forward(self, a):
         self.save_for_backward(self.inputs[0])
         return _xp(a).sin(a)
@@ -153,6 +169,8 @@ class Sin(Op):
 @defop("cos")
 class Cos(Op):
     """Cosine (radians)."""
+    promote = True
+    floating = True
     def forward(self, a):
         self.save_for_backward(self.inputs[0])
         return _xp(a).cos(a)
@@ -165,6 +183,8 @@ class Cos(Op):
 @defop("tan")
 class Tan(Op):
     """Tangent (radians)."""
+    promote = True
+    floating = True
     save_output = True
 
     def forward(self, a):
@@ -178,6 +198,8 @@ class Tan(Op):
 @defop("tanh")
 class Tanh(Op):
     """Hyperbolic tangent; saturates to ±1 with gradient 0, never nan."""
+    promote = True
+    floating = True
     save_output = True
 
     def forward(self, a):
@@ -191,6 +213,8 @@ class Tanh(Op):
 @defop("sigmoid")
 class Sigmoid(Op):
     """Logistic function 1 / (1 + e^-a), computed without overflow."""
+    promote = True
+    floating = True
     save_output = True
 
     def forward(self, a):
@@ -267,6 +291,7 @@ class Clamp(Op):
 class Where(Op):
     """Pick a where cond is true, b elsewhere (selects; never blends, so nan in the
     branch not taken does not leak)."""
+    promote = (1, 2)
     differentiable = (1, 2)
 
     def forward(self, c, a, b):
@@ -282,6 +307,7 @@ class Where(Op):
 @defop("maximum")
 class Maximum(Op):
     """Elementwise larger of a and b."""
+    promote = True
     def forward(self, a, b):
         self.save_for_backward(*self.inputs)
         return _xp(a).maximum(a, b)
@@ -296,6 +322,7 @@ class Maximum(Op):
 @defop("minimum")
 class Minimum(Op):
     """Elementwise smaller of a and b."""
+    promote = True
     def forward(self, a, b):
         self.save_for_backward(*self.inputs)
         return _xp(a).minimum(a, b)

@@ -10,6 +10,7 @@ __all__ = ["matmul"]
 @defop("matmul")
 class Matmul(Op):
     """a @ b: dot product (1-D @ 1-D), matrix-vector, matrix-matrix, batched with broadcasting."""
+    promote = True
 
     def forward(self, a, b):
         if a.ndim == 0 or b.ndim == 0:

@@ -18,6 +18,8 @@ def _check_reduction(reduction):
 @defop("mse_loss")
 class MseLoss(Op):
     """Mean (or sum) of (input - target)^2."""
+    promote = True
+    floating = True
 
     def forward(self, a, b, reduction="mean"):
         self.save_for_backward(*self.inputs)

@@ -14,6 +14,8 @@ An op class subclasses ``Op`` (a graph ``Node``) and defines
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .. import backend
@@ -53,6 +55,8 @@ class Op(Node):
     view = False
     never_differentiable = False
     save_output = False   # append the output to the saved tensors (exp, sigmoid, ...)
+    promote = False       # True or a tuple of input positions: compute in one promoted dtype
+    floating = False      # integer inputs are computed in the default float dtype (exp, div, ...)
 
     def save_for_backward(self, *tensors) -> None:
         if self._record:
@@ -79,6 +83,88 @@ def defop(name: str, *, node_name: str | None = None, public: bool = True):
     return deco
 
 
+# Note [type promotion]
+# PyTorch ranks operands in three tiers: tensors with dims, 0-d tensors, and
+# plain numbers. Within a tier dtypes promote as usual (bool < int64 < float32
+# < float64); a lower tier only matters when it brings a higher category
+# (bool < integer < floating). So float32 * 2.5, float32 * tensor(2.5) and
+# int64 + float32 are all float32, and int64 * 2.5 has the default float dtype.
+
+def _category(d) -> int:
+    return 2 if d.is_floating else (0 if d is backend.bool_ else 1)
+
+
+def _promote(a, b):
+    if a is None or a is b:
+        return b
+    if b is None:
+        return a
+    ca, cb = _category(a), _category(b)
+    if ca != cb:
+        return a if ca > cb else b
+    return backend.float64 if ca == 2 else a    # float32+float64; int64 is the only integer dtype
+
+
+def _combine(higher, lower):
+    if higher is None:
+        return lower
+    if lower is None or higher.is_floating:
+        return higher
+    if higher is backend.bool_ or lower.is_floating:
+        return _promote(higher, lower)
+    return higher
+
+
+def _scalar_dtype(v):
+    if isinstance(v, (bool, np.bool_)):
+        return backend.bool_
+    if isinstance(v, (int, np.integer)):
+        return backend.int64
+    if isinstance(v, (float, np.floating)):
+        return backend.get_default_dtype()
+    return None
+
+
+def result_dtype(values):
+    """The dtype PyTorch would compute ``values`` (tensors and numbers) in."""
+    tiers = [None, None, None]
+    for v in values:
+        if isinstance(v, Tensor):
+            tier, d = (1 if v._data.ndim == 0 else 0), v.dtype
+        else:
+            tier, d = 2, _scalar_dtype(v)
+            if d is None:
+                continue
+        tiers[tier] = _promote(tiers[tier], d)
+    return _combine(tiers[0], _combine(tiers[1], tiers[2]))
+
+
+def _promoted(cls, inputs):
+    """Inputs as tensors of one dtype (over the op's ``promote`` positions)."""
+    which = range(len(inputs)) if cls.promote is True else cls.promote
+    first = inputs[which[0]] if isinstance(inputs[which[0]], Tensor) else None
+    if first is not None and all(isinstance(inputs[i], Tensor) and inputs[i]._data.dtype == first._data.dtype
+                                 for i in which):
+        dt = first.dtype
+        if not cls.floating or dt.is_floating:
+            return _to_tensors(inputs)
+    dt = result_dtype([inputs[i] for i in which])
+    if dt is None:
+        return _to_tensors(inputs)
+    if cls.floating and not dt.is_floating:
+        dt = backend.get_default_dtype()
+    device = next((v.device for v in inputs if isinstance(v, Tensor)), backend.get_default_device())
+    out = list(inputs)
+    for i in which:
+        v = inputs[i]
+        if isinstance(v, Tensor):
+            if v.dtype is not dt:
+                out[i] = to_op(v, dtype=dt)
+        elif _scalar_dtype(v) is not None:
+            out[i] = Tensor(backend.xp(device).asarray(v, dtype=dt.np), _device=device)
+    return _to_tensors(out)
+
+
 def _to_tensors(inputs):
     like = None
     for v in inputs:
@@ -93,7 +179,7 @@ def _to_tensors(inputs):
 
 def apply(cls, *inputs, **params) -> Tensor:
     """Run op ``cls`` on ``inputs`` (Tensors or numbers) and record its node when needed."""
-    tensors = _to_tensors(inputs)
+    tensors = _promoted(cls, inputs) if cls.promote else _to_tensors(inputs)
     device = tensors[0].device if tensors else backend.get_default_device()
     for t in tensors:
         if t.device != device:
@@ -136,6 +222,7 @@ def apply(cls, *inputs, **params) -> Tensor:
         node.input_shapes = tuple(t._data.shape for t in tensors)
         node.input_dtypes = tuple(t.dtype for t in tensors)
         node.needs_input_grad = tuple(e is not None for e in node.next_edges)
+        node._out = (weakref.ref(out), out_arr if out_arr.ndim == 0 else None)  # graph() shows them
         if cls.save_output:
             node._saved = (node._saved or ()) + (SavedTensor(out),)
         out.grad_fn = node
