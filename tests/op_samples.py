@@ -162,11 +162,19 @@ class _NumPy:
 
     @staticmethod
     def max(x, other=None, dim=None, keepdim=False):
-        return np.maximum(x, other) if other is not None else NP.amax(x, dim, keepdim)
+        if other is not None:
+            return np.maximum(x, other)
+        if dim is None:
+            return NP.amax(x, dim, keepdim)
+        return NP.amax(x, dim, keepdim), np.argmax(x, axis=dim, keepdims=keepdim)
 
     @staticmethod
     def min(x, other=None, dim=None, keepdim=False):
-        return np.minimum(x, other) if other is not None else NP.amin(x, dim, keepdim)
+        if other is not None:
+            return np.minimum(x, other)
+        if dim is None:
+            return NP.amin(x, dim, keepdim)
+        return NP.amin(x, dim, keepdim), np.argmin(x, axis=dim, keepdims=keepdim)
 
     @staticmethod
     def norm(x, p=2, dim=None, keepdim=False):
@@ -287,15 +295,17 @@ class _Torch:
         t = self._t()
         if other is not None:
             return t.maximum(x, other if isinstance(other, t.Tensor) else t.tensor(other, dtype=x.dtype))
-        return t.max(x) if dim is None and not keepdim else t.amax(x, dim=() if dim is None else dim,
-                                                                   keepdim=keepdim)
+        if dim is not None:
+            return t.max(x, dim=dim, keepdim=keepdim)
+        return t.max(x) if not keepdim else t.amax(x, dim=(), keepdim=True)
 
     def min(self, x, other=None, dim=None, keepdim=False):
         t = self._t()
         if other is not None:
             return t.minimum(x, other if isinstance(other, t.Tensor) else t.tensor(other, dtype=x.dtype))
-        return t.min(x) if dim is None and not keepdim else t.amin(x, dim=() if dim is None else dim,
-                                                                   keepdim=keepdim)
+        if dim is not None:
+            return t.min(x, dim=dim, keepdim=keepdim)
+        return t.min(x) if not keepdim else t.amin(x, dim=(), keepdim=True)
 
     def amax(self, x, dim=None, keepdim=False):
         return self._t().amax(x, dim=() if dim is None else dim, keepdim=keepdim)
@@ -428,6 +438,14 @@ for _name in ("sum", "mean", "prod", "amax", "amin", "max", "min", "var", "std",
            "min": distinct}.get(_name, r)
     for _dim, _keep in _DIMS:
         if _name == "logsumexp" and _dim is None:
+            continue
+        if _name in ("max", "min") and isinstance(_dim, int):
+            # torch: max(x, dim=d) is (values, indices); the gradient goes to the first extreme
+            add(_name, f"2x3-dim{_dim}-keep{_keep}",
+                (lambda n, d, k: lambda m, x: getattr(m, n)(x, dim=d, keepdim=k)[0])(_name, _dim, _keep),
+                gen(2, 3))
+            continue
+        if _name in ("max", "min") and isinstance(_dim, list):
             continue
         add(_name, f"2x3-dim{_dim}-keep{_keep}",
             (lambda n, d, k: lambda m, x: getattr(m, n)(x, dim=d, keepdim=k))(_name, _dim, _keep),

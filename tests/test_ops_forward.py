@@ -107,9 +107,11 @@ def test_keepdim_shapes():
     assert x.sum(dim=1).shape == (2,)
     assert x.sum(dim=1, keepdim=True).shape == (2, 1)
     assert x.sum(dim=[0, 1], keepdim=True).shape == (1, 1)
-    assert x.max(dim=0).shape == (3,)
-    np.testing.assert_array_equal(x.max(dim=0).numpy(), [3.0, 4.0, 5.0])
-    np.testing.assert_array_equal(x.min(dim=1, keepdim=True).numpy(), [[0.0], [3.0]])
+    assert x.max(dim=0).values.shape == (3,)
+    np.testing.assert_array_equal(x.max(dim=0).values.numpy(), [3.0, 4.0, 5.0])
+    np.testing.assert_array_equal(x.max(dim=0).indices.numpy(), [1, 1, 1])
+    np.testing.assert_array_equal(x.min(dim=1, keepdim=True)[0].numpy(), [[0.0], [3.0]])
+    np.testing.assert_array_equal(x.min(dim=1, keepdim=True)[1].numpy(), [[0], [0]])
 
 
 def test_method_forms_match_function_forms():
@@ -120,7 +122,7 @@ def test_method_forms_match_function_forms():
         (x.sigmoid(), ad.sigmoid(x)), (x.relu(), ad.relu(x)), (x.abs(), ad.abs(x)),
         (x.neg(), ad.neg(x)), (x.sign(), ad.sign(x)), (x.clamp(min=1.0), ad.clamp(x, min=1.0)),
         (x.pow(2), ad.pow(x, 2)), (x.sum(dim=0), ad.sum(x, dim=0)), (x.mean(), ad.mean(x)),
-        (x.prod(dim=1), ad.prod(x, dim=1)), (x.max(), ad.max(x)), (x.min(dim=1), ad.min(x, dim=1)),
+        (x.prod(dim=1), ad.prod(x, dim=1)), (x.max(), ad.max(x)), (x.min(dim=1)[0], ad.min(x, dim=1)[0]),
         (x.norm(), ad.norm(x)), (x.var(dim=1), ad.var(x, dim=1)), (x.std(), ad.std(x)),
         (x.logsumexp(dim=1), ad.logsumexp(x, dim=1)), (x.softmax(dim=0), ad.softmax(x, dim=0)),
         (x.log_softmax(dim=1), ad.log_softmax(x, dim=1)), (x.reshape(3, 2), ad.reshape(x, 3, 2)),

@@ -546,6 +546,11 @@ class Interpreter:
             if name in NODE_ATTRIBUTES:
                 return getattr(obj, name)
             raise NameError_(f"a graph node has no attribute `{name}`; it has: name, next_functions")
+        allowed = getattr(type(obj), "LANG_ATTRIBUTES", None)   # small result types opt in (max(x, dim=))
+        if allowed is not None:
+            if name in allowed:
+                return getattr(obj, name)
+            raise NameError_(f"{describe(obj)} has no attribute `{name}`; it has: " + ", ".join(sorted(allowed)))
         raise NameError_(f"{describe(obj)} has no attribute `{name}`"
                          + ("; it has no attributes" if not isinstance(obj, Tensor) else ""))
 

@@ -49,6 +49,8 @@ class Reshape(Op):
 
     def forward(self, a, shape):
         self.in_shape = a.shape
+        if sum(1 for n in shape if n == -1) > 1:
+            raise ShapeError(f"reshape: only one size may be -1 (inferred), got {shape}")
         try:
             return a.reshape(shape)
         except ValueError:
@@ -173,8 +175,11 @@ def _key_arrays(key):
         elif isinstance(k, float):
             raise IndexError_(f"an index must be an integer, not {k!r}")
         elif isinstance(k, list):
-            from ..backend import asarray, int64  # noqa: PLC0415
-            out.append(asarray(k, int64, "cpu"))
+            from ..backend import asarray  # noqa: PLC0415
+            arr = asarray(k, None, "cpu")
+            if arr.size and arr.dtype.kind not in "biu":
+                raise IndexError_("a list used as an index must hold integers or true/false values")
+            out.append(arr if arr.size else arr.astype("int64"))
         else:
             out.append(k)
     return tuple(out)
@@ -269,8 +274,14 @@ def reshape(input, *shape):
 
 
 def view(input, *shape):
-    """Like reshape (autodsl makes a view whenever the layout allows). Example: ``x.view(-1)``"""
-    return reshape(input, *shape)
+    """The same storage in a new shape; like PyTorch, a ShapeError when the layout does not
+    allow a view without copying (use reshape then). Example: ``x.view(-1)``"""
+    out = reshape(input, *shape)
+    if out._base is None and out._data.size > 1 and out is not input:
+        raise ShapeError(f"view: a tensor of shape {tuple(input.shape)} with this memory layout (e.g. "
+                         "after a transpose) cannot be viewed as "
+                         f"{_shape_arg(shape)} without copying; use reshape(...) instead")
+    return out
 
 
 def transpose(input, dim0, dim1):

@@ -16,7 +16,7 @@ __all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "norm", "var", "
 
 
 def _axes(dim, ndim):
-    if dim is None:
+    if dim is None or (isinstance(dim, (list, tuple)) and not dim):   # torch: dim=[] reduces all
         return tuple(range(ndim))
     dims = dim if isinstance(dim, (list, tuple)) else (dim,)
     out = []
@@ -149,6 +149,67 @@ class Amin(_Extreme):
     pick = "min"
 
 
+class MinMaxResult(tuple):
+    """``(values, indices)`` of ``max(x, dim=d)`` / ``min(x, dim=d)``, as PyTorch returns them."""
+
+    LANG_ATTRIBUTES = frozenset({"values", "indices"})
+    __slots__ = ()
+
+    def __new__(cls, values, indices):
+        return super().__new__(cls, (values, indices))
+
+    @property
+    def values(self):
+        return self[0]
+
+    @property
+    def indices(self):
+        return self[1]
+
+    def __repr__(self) -> str:
+        return f"(values={self[0]!r}, indices={self[1]!r})"
+
+
+@defop("max_dim", node_name="MaxBackward", public=False)
+class ExtremeDim(Op):
+    """Gather the max/min along one dim at precomputed indices; the gradient goes to those
+    indices only (torch: max(dim)/min(dim) do not split ties, unlike max())."""
+
+    def forward(self, a, key, out_shape):
+        self.key, self.in_shape = key, a.shape
+        src = a.reshape(1) if a.ndim == 0 else a
+        return src[key].reshape(out_shape)
+
+    def backward(self, g):
+        from .movement import IndexAdd  # noqa: PLC0415
+        kshape = tuple(builtins.max(k.shape[i] for k in self.key) for i in range(len(self.key)))
+        shape = self.in_shape or (1,)
+        grad = apply(IndexAdd, g.reshape(kshape), key=self.key, shape=shape, basic=False)
+        return (grad.reshape(self.in_shape),)
+
+
+def _extreme_dim(pick, input, dim, keepdim):
+    from ..tensor import Tensor, as_tensor  # noqa: PLC0415
+    x = as_tensor(input)
+    if isinstance(dim, (list, tuple)):
+        raise TypeError_(f"{pick}(x, dim=...) takes one dim; use amax/amin to reduce several")
+    a = x._data
+    if a.size == 0:
+        raise ValueError_(f"{pick} of an empty tensor has no value; check the shape")
+    xp = namespace_of(a)
+    src = a.reshape(1) if a.ndim == 0 else a
+    d = _axes(dim, src.ndim)[0]
+    idx = (xp.argmax if pick == "max" else xp.argmin)(src, axis=d, keepdims=True)   # first extreme
+    key = tuple(idx if i == d else xp.arange(n).reshape([n if j == i else 1 for j in range(src.ndim)])
+                for i, n in enumerate(src.shape))
+    if a.ndim == 0:
+        out_shape = ()
+    else:
+        out_shape = idx.shape if keepdim else idx.shape[:d] + idx.shape[d + 1:]
+    values = apply(ExtremeDim, x, key=key, out_shape=out_shape)
+    return MinMaxResult(values, Tensor(idx.reshape(out_shape).astype("int64", copy=False), _device=x.device))
+
+
 @defop("norm")
 class Norm(_Reduction):
     """Euclidean (2-) norm over dim."""
@@ -184,7 +245,8 @@ class Var(_Reduction):
     def backward(self, g):
         (x,) = self.saved_tensors
         mu = x.mean(dim=self.axes, keepdim=True)
-        return (self._spread(g) * (2.0 / self.denom) * (x - mu),)   # d var = 2(x - mean)/(n - c)
+        scale = 2.0 / self.denom if self.denom else float("inf")
+        return (self._spread(g) * scale * (x - mu),)   # d var = 2(x - mean)/(n - c)
 
 
 @defop("std")
@@ -307,27 +369,33 @@ def max(input, other=None, dim=None, keepdim=False):
     """``max(x)`` / ``x.max(dim=0)``: the largest element (a reduction; ties share the gradient
     evenly). ``max(a, b)``: the elementwise maximum (ties split in half).
 
-    Note: with ``dim`` this returns the values only (like PyTorch's ``amax``), not (values, indices).
-    Example: ``max(x)``, ``x.max(dim=1, keepdim=true)``, ``max(x, 0)``
+    With ``dim`` it returns ``(values, indices)`` as PyTorch does (``.values``, ``.indices``,
+    or ``[0]``, ``[1]``), and the gradient goes to the first maximum only.
+    Example: ``max(x)``, ``x.max(dim=1)[0]``, ``max(x, 0)``
     """
     if other is not None:
         if dim is not None:
             raise TypeError_("max(a, b) is elementwise and takes no dim; use max(a, dim=...) to reduce")
         from .elementwise import maximum  # noqa: PLC0415
         return maximum(input, other)
-    return amax(input, dim=dim, keepdim=keepdim)
+    if dim is not None:
+        return _extreme_dim("max", input, dim, keepdim)
+    return amax(input, keepdim=keepdim)
 
 
 def min(input, other=None, dim=None, keepdim=False):
-    """``min(x)`` / ``x.min(dim=0)``: the smallest element (ties share the gradient evenly).
-    ``min(a, b)``: the elementwise minimum (ties split in half). Example: ``x.min()``
+    """``min(x)``: the smallest element (ties share the gradient evenly). ``x.min(dim=0)``:
+    ``(values, indices)`` as for ``max``. ``min(a, b)``: the elementwise minimum (ties split
+    in half). Example: ``x.min()``, ``x.min(dim=0).values``
     """
     if other is not None:
         if dim is not None:
             raise TypeError_("min(a, b) is elementwise and takes no dim; use min(a, dim=...) to reduce")
         from .elementwise import minimum  # noqa: PLC0415
         return minimum(input, other)
-    return amin(input, dim=dim, keepdim=keepdim)
+    if dim is not None:
+        return _extreme_dim("min", input, dim, keepdim)
+    return amin(input, keepdim=keepdim)
 
 
 def norm(input, p=2, dim=None, keepdim=False):
