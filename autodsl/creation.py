@@ -116,11 +116,17 @@ def ones(*size, dtype=None, device=None, requires_grad=False):
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
-    """A tensor of shape ``size`` filled with ``fill_value``. Example: ``full([2, 2], 7.0)``"""
+    """A tensor of shape ``size`` filled with ``fill_value``; its dtype follows the value
+    (bool, int64, or the default float) unless given. Example: ``full([2, 2], 7.0)``"""
     device = backend.check_device(device)
     if not isinstance(size, (list, tuple)):
         size = [size]
-    dt = _dtype(dtype)
+    if dtype is None and isinstance(fill_value, bool):
+        dt = backend.bool_
+    elif dtype is None and isinstance(fill_value, int):
+        dt = backend.int64
+    else:
+        dt = _dtype(dtype)
     return _finish(backend.xp(device).full(_size(size), fill_value, dtype=dt.np), device, requires_grad)
 
 

@@ -6,6 +6,8 @@ large ones summarized, and ``requires_grad``/``grad_fn`` shown as PyTorch does.
 """
 from __future__ import annotations
 
+import types
+
 import numpy as np
 
 from .tensor import Tensor
@@ -36,4 +38,6 @@ def format_value(v, style: str = "dsl") -> str:
         return f"({inner},)" if len(v) == 1 else f"({inner})"
     if isinstance(v, list):
         return "[" + ", ".join(format_value(x, style) for x in v) + "]"
+    if isinstance(v, (types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
+        return f"<built-in function {v.__name__.rstrip('_')}>"
     return str(v)

@@ -17,6 +17,9 @@ __all__ = [
 ]
 
 
+_MAX_SHOWN = 160   # characters of a source line shown under an error
+
+
 class DSLError(Exception):
     """Base of every autodsl error.
 
@@ -68,6 +71,12 @@ class DSLError(Exception):
         if self.source_line is not None:
             src = self.source_line.rstrip("\n")
             col = max(1, self.column or 1)
+            if len(src) > _MAX_SHOWN:
+                # show a window of a very long line around the column
+                start = max(0, min(col - 1 - _MAX_SHOWN // 2, len(src) - _MAX_SHOWN))
+                src = ("..." if start else "") + src[start:start + _MAX_SHOWN] + (
+                    "..." if start + _MAX_SHOWN < len(src) else "")
+                col = col - start + (3 if start else 0)
             width = 1
             if self.end_column and self.end_column > col:
                 width = min(self.end_column - col, max(1, len(src) - col + 1))

@@ -168,7 +168,7 @@ class Tensor:
         Reading it on a non-leaf that did not call ``retain_grad()`` warns and
         gives None, as in PyTorch.
         """
-        if self.grad_fn is not None and not self._retains_grad:
+        if self.grad_fn is not None and not self._retains_grad and self._grad is None:
             warnings.warn(
                 "the .grad of a non-leaf tensor is not kept by backward, so it is none; "
                 "call retain_grad() on it before backward if you want it", UserWarning, stacklevel=2)
@@ -187,6 +187,9 @@ class Tensor:
                              "they must match")
         if value.device != self.device:
             raise DeviceError(f"the gradient is on {value.device}, the tensor on {self.device}")
+        if value.dtype is not self.dtype:
+            raise DTypeError(f"the gradient is {value.dtype.name} but the tensor is {self.dtype.name}; "
+                             f"convert it with .to(dtype={self.dtype.name})")
         record_grad(self)
         self._grad = value
 

@@ -128,7 +128,7 @@ class GraphTask:
                         if rec is not None:
                             rec.accumulate(node, node.variable, g)
                     if not is_acc and (needed is None or node in needed):
-                        if node._retained and targets is None and self.accumulate:
+                        if node._retained and self.accumulate:
                             for t in node._retained:
                                 staged.append((t, g))
                         outs = self._validate(node, node.apply(g))

@@ -287,6 +287,36 @@ class Clamp(Op):
         return (g if inside is None else where(inside, g, 0.0),)
 
 
+@defop("clamp_min", public=False)
+class ClampMin(Op):
+    """max(a, lo) for a tensor bound lo."""
+    promote = True
+
+    def forward(self, a, lo):
+        self.save_for_backward(*self.inputs)
+        return _xp(a).maximum(a, lo)
+
+    def backward(self, g):
+        x, lo = self.saved_tensors
+        keep = x >= lo                     # torch: x keeps the gradient at x == lo
+        return where(keep, g, 0.0), where(keep, 0.0, g)
+
+
+@defop("clamp_max", public=False)
+class ClampMax(Op):
+    """min(a, hi) for a tensor bound hi."""
+    promote = True
+
+    def forward(self, a, hi):
+        self.save_for_backward(*self.inputs)
+        return _xp(a).minimum(a, hi)
+
+    def backward(self, g):
+        x, hi = self.saved_tensors
+        keep = x <= hi                     # torch: x keeps the gradient at x == hi
+        return where(keep, g, 0.0), where(keep, 0.0, g)
+
+
 @defop("where")
 class Where(Op):
     """Pick a where cond is true, b elsewhere (selects; never blends, so nan in the
@@ -457,9 +487,9 @@ def clamp(input, min=None, max=None):
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         out = input
         if min is not None:
-            out = maximum(out, min)
+            out = apply(ClampMin, out, min)
         if max is not None:
-            out = minimum(out, max)
+            out = apply(ClampMax, out, max)
         return out
     for v, nm in ((min, "min"), (max, "max")):
         if v is not None and not isinstance(v, (int, float)):
@@ -478,7 +508,9 @@ def where(condition, input, other):
     if not isinstance(condition, Tensor):
         condition = as_tensor(condition)
     if condition.dtype is not backend.bool_:
-        condition = condition != 0
+        from ..errors import DTypeError  # noqa: PLC0415
+        raise DTypeError(f"where needs a bool condition (e.g. x > 0), not a {condition.dtype.name} tensor; "
+                         "compare it first, e.g. where(c != 0, a, b)")
     return apply(Where, condition, input, other)
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..backend import namespace_of
 from ..errors import DTypeError, ShapeError, ValueError_
+from .elementwise import where
 from .registry import Op, apply, defop
 
 __all__ = ["mse_loss", "nll_loss", "cross_entropy"]
@@ -43,34 +44,39 @@ class MseLoss(Op):
 
 @defop("nll_loss")
 class NllLoss(Op):
-    """-logp[i, target[i]], averaged (or summed) over the batch."""
+    """-logp[i, target[i]], averaged over the rows whose target is not ignore_index (or summed)."""
     differentiable = (0,)
 
-    def forward(self, logp, target, reduction="mean"):
+    def forward(self, logp, target, reduction="mean", ignore_index=-100):
         xp = namespace_of(logp)
         self.reduction = reduction
         self.shape = logp.shape
         t = target.astype("int64", copy=False)
+        valid = t != ignore_index
+        safe = xp.where(valid, t, 0)
         if logp.ndim == 1:
-            picked = -logp[t]
-            self.index = (t,)
+            self.index = (safe,)
+            picked = -logp[safe]
         else:
-            rows = xp.arange(logp.shape[0])
-            picked = -logp[rows, t]
-            self.index = (rows, t)
-        self.count = picked.size
+            self.index = (xp.arange(logp.shape[0]), safe)
+            picked = -logp[self.index]
+        self.valid = valid
+        picked = xp.where(valid, picked, 0.0).astype(logp.dtype, copy=False)
+        self.count = valid.sum()
         if reduction == "mean":
-            return picked.mean()
+            return picked.sum() / self.count       # torch: nan when every row is ignored
         if reduction == "sum":
             return picked.sum()
         return picked
 
     def backward(self, g):
+        from ..tensor import Tensor  # noqa: PLC0415
         from .movement import IndexAdd  # noqa: PLC0415
-        scale = -1.0 / self.count if self.reduction == "mean" else -1.0
-        gg = g * scale
-        if self.reduction != "none" and len(self.index) == 2:
-            gg = gg.expand(self.index[0].shape[0])
+        valid = Tensor(self.valid)
+        if self.reduction == "mean":
+            gg = where(valid, g * (-1.0 / float(self.count)) if self.count else g * float("nan"), 0.0)
+        else:
+            gg = where(valid, -g, 0.0)
         return apply(IndexAdd, gg, key=self.index, shape=self.shape, basic=False), None
 
 
@@ -82,30 +88,34 @@ def mse_loss(input, target, reduction="mean"):
     return apply(MseLoss, input, target, reduction=reduction)
 
 
-def nll_loss(input, target, reduction="mean"):
+def nll_loss(input, target, reduction="mean", ignore_index=-100):
     """Negative log-likelihood of class indices. ``input``: log-probabilities, shape (N, C)
-    or (C,); ``target``: int64 class indices, shape (N,) or (). Example: ``nll_loss(logp, y)``
+    or (C,); ``target``: int64 class indices, shape (N,) or (); rows whose target is
+    ``ignore_index`` count for nothing (and are left out of the mean). Example: ``nll_loss(logp, y)``
     """
     from ..tensor import as_tensor  # noqa: PLC0415
     _check_reduction(reduction)
     x = as_tensor(input)
     t = as_tensor(target)
     if t.dtype.is_floating:
-        raise DTypeError("nll_loss needs integer class indices as target (dtype=int64)")
+        raise DTypeError("nll_loss needs integer class indices as target: make it with dtype=int64")
     if x.ndim not in (1, 2) or t.ndim != x.ndim - 1 or (x.ndim == 2 and t.shape[0] != x.shape[0]):
         raise ShapeError(f"nll_loss: input of shape {x.shape} needs a target of shape "
                          f"{x.shape[:1] if x.ndim == 2 else ()}, got {t.shape}")
     n_classes = x.shape[-1]
     td = t.numpy()
+    td = td[td != ignore_index]
     if td.size and (td.min() < 0 or td.max() >= n_classes):
-        raise ValueError_(f"nll_loss: class indices must be in 0..{n_classes - 1}, got {td.min()}..{td.max()}")
-    return apply(NllLoss, x, t, reduction=reduction)
+        raise ValueError_(f"nll_loss: class indices must be in 0..{n_classes - 1} (or ignore_index="
+                          f"{ignore_index}), got {td.min()}..{td.max()}")
+    return apply(NllLoss, x, t, reduction=reduction, ignore_index=ignore_index)
 
 
-def cross_entropy(input, target, reduction="mean"):
+def cross_entropy(input, target, reduction="mean", ignore_index=-100):
     """Softmax cross-entropy of logits ``input`` (N, C) or (C,) against class indices
     (int64, shape (N,) or ()) or class probabilities (floating, the shape of input).
-    Computed as nll_loss(log_softmax(input, dim=-1), target), stable for large logits.
+    Computed as nll_loss(log_softmax(input, dim=-1), target), stable for large logits;
+    rows whose class index is ``ignore_index`` are left out.
     Example: ``cross_entropy(logits, labels)``
     """
     from ..tensor import as_tensor  # noqa: PLC0415
@@ -116,9 +126,12 @@ def cross_entropy(input, target, reduction="mean"):
     logp = log_softmax(x, dim=-1)
     if t.dtype.is_floating:
         if t.shape != x.shape:
-            raise ShapeError(f"cross_entropy with probabilities needs a target of shape {x.shape}, got {t.shape}")
+            raise ShapeError(
+                f"cross_entropy: a floating target holds class probabilities and needs the input's shape "
+                f"{x.shape}, got {t.shape}; for class indices make the target an integer tensor "
+                "(tensor([...], dtype=int64))")
         per = -sum(t * logp, dim=-1)
         if reduction == "mean":
             return mean(per)
         return sum(per) if reduction == "sum" else per
-    return nll_loss(logp, t, reduction=reduction)
+    return nll_loss(logp, t, reduction=reduction, ignore_index=ignore_index)

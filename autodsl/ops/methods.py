@@ -30,6 +30,14 @@ def _mT(self):
     return M.transpose(self, -1, -2)
 
 
+def _to(self, device=None, dtype=None):
+    """``x.to("cuda")``, ``x.to(float32)``, ``x.to(device=..., dtype=...)``, as in PyTorch."""
+    from ..backend import DType  # noqa: PLC0415
+    if dtype is None and (isinstance(device, DType) or device in ("float32", "float64", "int64", "bool")):
+        device, dtype = None, device
+    return to_op(self, device=device, dtype=dtype)
+
+
 def _inplace(fn, what):
     def method(self, other):
         return inplace(fn, self, other, what=what)
@@ -65,7 +73,7 @@ _methods = {
     "unsqueeze": M.unsqueeze, "squeeze": M.squeeze, "expand": M.expand, "flatten": M.flatten,
     "lt": C.lt, "le": C.le, "gt": C.gt, "ge": C.ge, "eq": C.eq, "ne": C.ne,
     "sum_to_size": lambda self, *shape: sum_to(self, M._shape_arg(shape)),
-    "to": lambda self, device=None, dtype=None: to_op(self, device=device, dtype=dtype),
+    "to": _to,
     "cpu": lambda self: to_op(self, device="cpu"),
     "cuda": lambda self: to_op(self, device="cuda"),
     "add_": _inplace(E.add, "add_"), "sub_": _inplace(E.sub, "sub_"),

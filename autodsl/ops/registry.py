@@ -253,7 +253,7 @@ def inplace(fn, target: Tensor, *args, what: str = "in-place operation") -> Tens
     grad mode is on; bumps the version counter; when recording, the target's
     history becomes the new node (its old value is kept for backward).
     """
-    recording = grad_mode.is_grad_enabled() and (
+    recording = grad_mode.is_grad_enabled() and target.dtype.is_floating and (
         target._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args))
     base = target._base
     if grad_mode.is_grad_enabled():

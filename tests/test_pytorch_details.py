@@ -1,0 +1,185 @@
+"""Details where autodsl follows PyTorch, each found by trying to break it.
+
+The expected values are worked out by hand (and were checked against PyTorch
+2.13 in float64 when written).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import autodsl as ad
+from autodsl.autograd.journal import transaction
+
+
+def T(data, **kw):
+    return ad.tensor(data, **kw)
+
+
+# -- type promotion (PyTorch's three tiers) ----------------------------------------------------
+
+@pytest.mark.parametrize("make, dtype", [
+    (lambda: T([1.0, 2.0], dtype=ad.float32) * 2.5, "float32"),                 # number: lower tier
+    (lambda: T([1.0, 2.0], dtype=ad.float32) * T(2.5), "float32"),              # 0-d tensor: lower tier
+    (lambda: T([1, 2], dtype=ad.int64) + T([0.5, 0.5], dtype=ad.float32), "float32"),
+    (lambda: T([1, 2], dtype=ad.int64) * 2.5, "float64"),                       # int tensor, float number
+    (lambda: T([1, 2], dtype=ad.int64) * 2, "int64"),
+    (lambda: T([1, 2], dtype=ad.int64) / 2, "float64"),                         # true division
+    (lambda: ad.exp(T([1, 2], dtype=ad.int64)), "float64"),
+    (lambda: T([1.0], dtype=ad.float32) + T([1.0], dtype=ad.float64), "float64"),
+    (lambda: T([True, False]) + T([True, True]), "bool"),
+])
+def test_result_dtype(make, dtype):
+    assert make().dtype.name == dtype
+
+
+def test_integer_division_follows_the_default_dtype():
+    s = ad.Session(echo=False)
+    s.run("set_default_dtype(float32)\nq = tensor([1, 2], dtype=int64) / 2")
+    assert s["q"].dtype.name == "float32"
+    np.testing.assert_array_equal(s["q"].numpy(), [0.5, 1.0])
+    assert ad.get_default_dtype().name == "float64"        # scoped to that session
+
+
+def test_integer_to_negative_integer_power_is_refused():
+    with pytest.raises(ad.ValueError_, match="negative integer powers"):
+        T([1, 2], dtype=ad.int64) ** -1
+
+
+# -- max/min with dim: (values, indices), gradient to the first extreme --------------------------
+
+def test_max_dim_returns_values_and_indices():
+    x = T([[1.0, 5.0], [3.0, 5.0], [7.0, 7.0]], requires_grad=True)
+    values, indices = x.max(dim=1)
+    np.testing.assert_array_equal(values.numpy(), [5.0, 5.0, 7.0])
+    np.testing.assert_array_equal(indices.numpy(), [1, 1, 0])
+    assert indices.dtype.name == "int64"
+    values.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[0, 1], [0, 1], [1, 0]])   # no split at the tie
+
+
+def test_full_max_still_splits_ties():
+    x = T([7.0, 7.0, 1.0], requires_grad=True)
+    x.max().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.5, 0.5, 0.0])
+
+
+def test_max_dim_in_the_language():
+    s = ad.Session(echo=False)
+    s.run("x = tensor([[1.0, 5.0], [3.0, 2.0]])\nv = x.max(dim=1)[0]\ni = x.max(dim=1).indices")
+    np.testing.assert_array_equal(s["v"].numpy(), [5.0, 3.0])
+    np.testing.assert_array_equal(s["i"].numpy(), [1, 0])
+
+
+# -- clamp with tensor bounds --------------------------------------------------------------------
+
+def test_clamp_with_tensor_bounds_routes_the_gradient_like_torch():
+    x = T([0.0, 1.0, 2.0, 5.0], requires_grad=True)
+    lo = T([1.0, 1.0, 1.0, 1.0], requires_grad=True)
+    hi = T([3.0, 3.0, 3.0, 3.0], requires_grad=True)
+    x.clamp(min=lo, max=hi).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0, 1, 1, 0])     # x == lo keeps the gradient
+    np.testing.assert_array_equal(lo.grad.numpy(), [1, 0, 0, 0])
+    np.testing.assert_array_equal(hi.grad.numpy(), [0, 0, 0, 1])
+
+
+# -- indexing and views --------------------------------------------------------------------------
+
+def test_bool_list_is_a_mask():
+    x = T([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(x[[True, False, True]].numpy(), [1.0, 3.0])
+    x[[True, False, True]] = 0.0
+    np.testing.assert_array_equal(x.numpy(), [0.0, 2.0, 0.0])
+
+
+def test_view_refuses_to_copy():
+    x = ad.zeros(2, 3)
+    with pytest.raises(ad.ShapeError, match="reshape"):
+        x.T.view(6)
+    y = x.view(6)                       # contiguous: a real view
+    y[0] = 5.0
+    assert x[0, 0].item() == 5.0
+
+
+def test_reshape_with_two_inferred_sizes():
+    with pytest.raises(ad.ShapeError, match="only one size may be -1"):
+        ad.zeros(2, 3).reshape(-1, -1)
+
+
+def test_writing_a_grad_tensor_into_an_int_tensor_does_not_record():
+    x = ad.zeros(3, dtype=ad.int64)
+    w = T(2.5, requires_grad=True)
+    x[0] = w
+    assert x.tolist() == [2, 0, 0] and not x.requires_grad and x.is_leaf
+
+
+# -- reductions and losses -----------------------------------------------------------------------
+
+def test_sum_over_an_empty_dim_list_reduces_everything():
+    assert T([[1.0, 5.0], [3.0, 2.0]]).sum(dim=[]).item() == 11.0
+
+
+def test_var_of_one_element_backward_gives_nan_not_an_error():
+    x = T([1.0], requires_grad=True)
+    y = x.var()
+    assert np.isnan(y.item())
+    y.backward()
+    assert np.isnan(x.grad.numpy()).all()
+
+
+def test_cross_entropy_ignore_index():
+    x = T([[1.0, 2.0, 3.0], [0.5, 0.1, 3.0]], requires_grad=True)
+    loss = ad.cross_entropy(x, T([-100, 1], dtype=ad.int64))
+    row = [0.5, 0.1, 3.0]
+    lse = np.log(np.exp(row).sum())
+    assert loss.item() == pytest.approx(lse - 0.1)          # only the second row counts
+    loss.backward()
+    soft = np.exp(row) / np.exp(row).sum()
+    np.testing.assert_allclose(x.grad.numpy(), [[0, 0, 0], soft - [0, 1, 0]], atol=1e-12)
+
+
+def test_cross_entropy_float_indices_message_names_int64():
+    with pytest.raises(ad.ShapeError, match="int64"):
+        ad.cross_entropy(T([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]), T([2.0, 0.0]))
+
+
+def test_where_needs_a_bool_condition():
+    x = T([1.0, 2.0])
+    with pytest.raises(ad.DTypeError, match="bool"):
+        ad.where(x, x, x)
+
+
+# -- autograd state ------------------------------------------------------------------------------
+
+def test_retain_grad_is_kept_with_backward_inputs():
+    x = T(3.0, requires_grad=True)
+    h = x * x
+    h.retain_grad()
+    (h * 2).backward(inputs=[x])
+    assert h.grad.item() == 2.0 and x.grad.item() == 12.0
+
+
+def test_grad_of_another_dtype_is_refused():
+    x = T([1.0], dtype=ad.float32, requires_grad=True)
+    with pytest.raises(ad.DTypeError, match="float32"):
+        x.grad = T([1.0])
+
+
+def test_backward_inputs_on_a_non_leaf_fills_its_grad_without_warning(recwarn):
+    x = T(3.0, requires_grad=True)
+    h = x * x
+    (h * 2).backward(inputs=[h])
+    assert h.grad.item() == 2.0 and x.grad is None
+    assert not [w for w in recwarn if "retain_grad" in str(w.message)]
+
+
+def test_transaction_rolls_back_writes_through_views_and_aliases():
+    y = T([1.0, 2.0, 3.0])
+    d = y.detach()
+    before = y.numpy()
+    with pytest.raises(KeyboardInterrupt), transaction():
+        d[0] = 10.0            # through the alias first
+        y[1] = 20.0            # then the original (its snapshot holds the alias's write)
+        d[2] = 30.0
+        raise KeyboardInterrupt
+    np.testing.assert_array_equal(y.numpy(), before)
