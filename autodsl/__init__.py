@@ -16,7 +16,7 @@ from .functional import grad
 from .graphview import dot, graph
 from .inspect import info
 from .ops import REGISTRY
-from .ops.compare import eq, ge, gt, le, logical_and, logical_not, logical_or, lt, ne
+from .ops.compare import all, any, eq, ge, gt, le, logical_and, logical_not, logical_or, lt, ne  # noqa: A004
 from .ops.elementwise import (abs, add, clamp, clone, cos, div, exp, log, maximum, minimum, mul,  # noqa: A004
                               neg, pow, relu, sigmoid, sign, sin, sqrt, sub, tan, tanh, where)
 from .ops.linalg import matmul
@@ -49,7 +49,7 @@ __all__ = [
     "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "sin", "cos", "tan", "tanh",
     "sigmoid", "relu", "abs", "sign", "clamp", "where", "maximum", "minimum", "clone",
     # comparisons
-    "lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_not",
+    "lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_not", "any", "all",
     # reductions
     "sum", "mean", "prod", "max", "min", "amax", "amin", "norm", "var", "std", "logsumexp",
     "softmax", "log_softmax",

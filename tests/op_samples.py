@@ -128,6 +128,14 @@ class _NumPy:
     maximum, minimum, matmul = np.maximum, np.minimum, np.matmul
     lt, le, gt, ge, eq, ne = np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal
     logical_and, logical_or, logical_not = np.logical_and, np.logical_or, np.logical_not
+
+    @staticmethod
+    def any(x, dim=None, keepdim=False):
+        return np.any(x, axis=dim, keepdims=keepdim)
+
+    @staticmethod
+    def all(x, dim=None, keepdim=False):
+        return np.all(x, axis=dim, keepdims=keepdim)
     sum, mean, prod, amax, amin = (staticmethod(_np_reduce(np.sum)), staticmethod(_np_reduce(np.mean)),
                                    staticmethod(_np_reduce(np.prod)), staticmethod(_np_reduce(np.max)),
                                    staticmethod(_np_reduce(np.min)))
@@ -548,7 +556,7 @@ add("cross_entropy", "index-large-logits", lambda m, a, t: m.cross_entropy(a, t)
     r(2, 3) * 5 + 500.0, np.array([2, 0]))
 
 # Comparisons and logical ops: never differentiable.
-NONDIFF = ("lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_not")
+NONDIFF = ("lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_not", "any", "all")
 _a = np.array([[0.5, -1.0, 2.0], [0.0, 3.0, -2.0]])
 _b = np.array([0.5, 1.0, -2.0])
 for _name in ("lt", "le", "gt", "ge", "eq", "ne"):
@@ -565,6 +573,14 @@ for _name in ("logical_and", "logical_or"):
 add("logical_not", "2x3", lambda m, c: m.logical_not(c), _cond, grad=False, gradgrad=False)
 add("logical_not", "from-comparison", lambda m, a: m.logical_not(m.gt(a, 0.0)), _a,
     grad=False, gradgrad=False)
+
+for _name in ("any", "all"):
+    add(_name, "2x3", (lambda n: lambda m, c: getattr(m, n)(c))(_name), _cond, grad=False, gradgrad=False)
+    add(_name, "2x3-dim1", (lambda n: lambda m, c: getattr(m, n)(c, dim=1))(_name), _cond,
+        grad=False, gradgrad=False)
+    add(_name, "from-comparison-dim0-keep",
+        (lambda n: lambda m, a: getattr(m, n)(m.gt(a, 0.0), dim=0, keepdim=True))(_name), _a,
+        grad=False, gradgrad=False)
 
 # Public functions built by composition (not registry rows of their own); each must have samples.
 COMPOSITES = ("max", "min", "norm_p1", "norm_pinf", "norm_p3", "cross_entropy", "squeeze",

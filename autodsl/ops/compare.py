@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..backend import namespace_of
 from .registry import Op, apply, defop
 
-__all__ = ["lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_not"]
+__all__ = ["lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_not", "any", "all"]
 
 
 class _Compare(Op):
@@ -33,6 +33,30 @@ _OPS = {
     "logical_or": _make("logical_or", "logical_or", "a or b, elementwise"),
     "logical_not": _make("logical_not", "logical_not", "not a, elementwise"),
 }
+
+
+class _Test(Op):
+    """any/all over dims: bool results, never differentiable."""
+    never_differentiable = True
+    fn = None
+
+    def forward(self, a, dim=None, keepdim=False):
+        axes = None if dim is None else tuple(dim) if isinstance(dim, (list, tuple)) else (dim,)
+        return getattr(namespace_of(a), self.fn)(a, axis=axes, keepdims=keepdim)
+
+
+_ANY = defop("any")(type("Any", (_Test,), {"fn": "any", "__doc__": "True where any element is nonzero"}))
+_ALL = defop("all")(type("All", (_Test,), {"fn": "all", "__doc__": "True where every element is nonzero"}))
+
+
+def any(input, dim=None, keepdim=False):
+    """True if any element (over ``dim``, or all dims) is true / nonzero. Example: ``(x > 0).any()``"""
+    return apply(_ANY, input, dim=dim, keepdim=keepdim)
+
+
+def all(input, dim=None, keepdim=False):
+    """True if every element (over ``dim``, or all dims) is true / nonzero. Example: ``(x > 0).all()``"""
+    return apply(_ALL, input, dim=dim, keepdim=keepdim)
 
 
 def lt(input, other):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 
 from ..backend import namespace_of
-from ..errors import ValueError_
+from ..errors import DTypeError, ValueError_
 from .registry import Op, apply, defop
 
 __all__ = ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "sin", "cos", "tan",
@@ -71,6 +71,8 @@ class Div(Op):
 class Neg(Op):
     """-a."""
     def forward(self, a):
+        if a.dtype.kind == "b":
+            raise DTypeError("cannot negate a bool tensor; use logical_not(x) to flip true and false")
         return -a
 
     def backward(self, g):

@@ -71,6 +71,7 @@ _methods = {
     "softmax": R.softmax, "log_softmax": R.log_softmax,
     "reshape": M.reshape, "view": M.view, "transpose": M.transpose, "permute": M.permute,
     "unsqueeze": M.unsqueeze, "squeeze": M.squeeze, "expand": M.expand, "flatten": M.flatten,
+    "any": C.any, "all": C.all, "logical_not": C.logical_not,
     "lt": C.lt, "le": C.le, "gt": C.gt, "ge": C.ge, "eq": C.eq, "ne": C.ne,
     "sum_to_size": lambda self, *shape: sum_to(self, M._shape_arg(shape)),
     "to": _to,
