@@ -183,3 +183,52 @@ def test_transaction_rolls_back_writes_through_views_and_aliases():
         d[2] = 30.0
         raise KeyboardInterrupt
     np.testing.assert_array_equal(y.numpy(), before)
+
+
+# -- in-place writes through an indexing view (PyTorch's CopySlices) -----------------------------
+
+def test_inplace_add_through_a_slice_of_a_non_leaf():
+    a = T([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    x = a * 1
+    v = x[0:2]
+    v += a[2:]                          # x = [a0+a2, a1+a3, a2, a3] = [4, 6, 3, 4]
+    loss = (x * x).sum()
+    assert loss.item() == 16 + 36 + 9 + 16
+    loss.backward()
+    # d/da0 = 2x0, d/da1 = 2x1, d/da2 = 2x0 + 2x2, d/da3 = 2x1 + 2x3
+    np.testing.assert_array_equal(a.grad.numpy(), [8.0, 12.0, 14.0, 20.0])
+    assert x.grad_fn.name == "IndexPutBackward" and v.grad_fn.name == "IndexBackward"
+
+
+def test_inplace_write_into_a_constant_buffer_makes_it_require_grad():
+    a = T([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    buf = ad.zeros(4)
+    v = buf[1:3]
+    v += a[0:2]                         # buf = [0, a0, a1, 0]
+    assert buf.requires_grad and not buf.is_leaf
+    (buf * buf).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [2.0, 4.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("script", [
+    "x = a * 2; v = x[1:3]; v *= 3; w = v[0:1]; w += 10; out = (x * x).sum() + (v * v).sum()",
+    "x = a * 1; v = x[0:2]; v[1] = a[3] * 5; out = (x ^ 3).sum()",
+])
+def test_view_writes_match_torch(script):
+    torch = pytest.importorskip("torch")
+    s = ad.Session(echo=False)
+    s.run("a = tensor([1.0, 2.0, 3.0, 4.0], requires_grad=true)\n" + script + "\nout.backward()")
+    a = torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64, requires_grad=True)
+    env = {"a": a}
+    exec(script.replace("^", "**").replace("; ", "\n"), {}, env)   # the same statements in PyTorch
+    env["out"].backward()
+    assert s["out"].item() == env["out"].item()
+    np.testing.assert_allclose(s["a"].grad.numpy(), a.grad.numpy())
+
+
+def test_inplace_on_a_transposed_view_with_grad_is_refused_clearly():
+    a = T([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    x = a * 1
+    v = x.T
+    with pytest.raises(ad.AutogradError, match="clone"):
+        v += 1.0

@@ -193,6 +193,7 @@ def _is_basic(key):
 class GetItem(Op):
     """Indexing: ints, slices, none, ..., integer tensors (gather) and bool masks."""
     view = True
+    view_key = True
 
     def forward(self, a, key):
         self.key = key

@@ -55,6 +55,7 @@ class Op(Node):
     view = False
     never_differentiable = False
     save_output = False   # append the output to the saved tensors (exp, sigmoid, ...)
+    view_key = False      # a view made by indexing with params["key"] (in-place writes can replay it)
     promote = False       # True or a tuple of input positions: compute in one promoted dtype
     floating = False      # integer inputs are computed in the default float dtype (exp, div, ...)
 
@@ -210,6 +211,10 @@ def apply(cls, *inputs, **params) -> Tensor:
         src = tensors[0]
         out._version = src._version
         out._base = src._base if src._base is not None else src
+        if cls.view_key:
+            # the chain of indexing keys from the base, to replay an in-place write (CopySlices)
+            chain = () if src._base is None else src._view_key
+            out._view_key = None if chain is None else chain + (params["key"],)
     node.inputs = None
     if record:
         node._released = False
@@ -263,17 +268,15 @@ def inplace(fn, target: Tensor, *args, what: str = "in-place operation") -> Tens
                     f"{what} on a leaf tensor that requires grad: autograd needs its value as it is. "
                     "Update parameters inside a no_grad block (no_grad { w -= lr * w.grad }), "
                     "or write y = y - ... to make a new tensor")
-        if recording and base is not None:
+        if recording and base is not None and target._view_key is None:
             raise AutogradError(
-                f"{what} on a view (a slice or reshape) of another tensor while recording gradients "
-                "is not supported; write into the whole tensor (x[i] = ...), or clone() the view first")
+                f"{what} on a reshaped or transposed view of another tensor while recording gradients "
+                "is not supported; write through an index of the tensor itself (x[i] = ...), or "
+                "clone() the view first")
+    if recording and base is not None:
+        return _inplace_on_view(fn, target, base, args, what)
     if recording:
-        old = Tensor(target._data.copy(), _device=target.device)
-        old.grad_fn = target.grad_fn
-        old._requires_grad = target._requires_grad
-        if target.grad_fn is None and target._requires_grad:
-            old._accumulate = target._accumulate_node()
-        out = fn(old, *args)
+        out = fn(_snapshot(target), *args)
     else:
         with grad_mode.no_grad():
             out = fn(target, *args)
@@ -282,6 +285,41 @@ def inplace(fn, target: Tensor, *args, what: str = "in-place operation") -> Tens
         target.grad_fn = out.grad_fn
         target._requires_grad = out._requires_grad
     return target
+
+
+def _snapshot(t: Tensor) -> Tensor:
+    """A copy of t's values that keeps t's place in the graph (its grad_fn or its leaf)."""
+    old = Tensor(t._data.copy(), _device=t.device)
+    old.grad_fn = t.grad_fn
+    old._requires_grad = t._requires_grad
+    if t.grad_fn is None and t._requires_grad:
+        old._accumulate = t._accumulate_node()
+    return old
+
+
+def _inplace_on_view(fn, view: Tensor, base: Tensor, args, what: str) -> Tensor:
+    """An in-place write through an indexing view, recorded as PyTorch's CopySlices does:
+    the base's new history is "the old base with this slice replaced", and the view's
+    history becomes the slice of that new base."""
+    from .movement import _Raw, getitem, index_put  # noqa: PLC0415
+    chain = view._view_key
+    out = fn(_snapshot(view), *args)
+    old_base = _snapshot(base)
+    outer = [old_base]
+    for key in chain[:-1]:
+        outer.append(getitem(outer[-1], _Raw(key)))
+    inner = out
+    for key, holder in zip(reversed(chain), reversed(outer)):
+        inner = index_put(holder, _Raw(key), inner)
+    _write(view, out, what)
+    base.grad_fn = inner.grad_fn
+    base._requires_grad = inner._requires_grad
+    seen = inner
+    for key in chain:
+        seen = getitem(seen, _Raw(key))
+    view.grad_fn = seen.grad_fn
+    view._requires_grad = seen._requires_grad
+    return view
 
 
 def _write(target: Tensor, out: Tensor, what: str) -> None:
