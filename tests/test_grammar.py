@@ -256,3 +256,11 @@ def test_is_incomplete():
     assert not is_incomplete("def f(x) { return x }")
     assert not is_incomplete("x = )")
     assert not is_incomplete('x = "abc')
+
+
+def test_chained_comparison_says_they_do_not_chain():
+    import autodsl as ad
+    s = ad.Session(echo=False)
+    with pytest.raises(ad.ParseError) as info:
+        s.run("a = 1\nb = a < 2 < 3")
+    assert "do not chain" in info.value.message and (info.value.line, info.value.column) == (2, 11)

@@ -473,6 +473,9 @@ def _translate(e: UnexpectedInput, src: A.Source) -> ParseError:
     if tok.type == "STAR" and prev is not None and prev.type == "STAR":
         return _err("`**` is not an operator: use `^` for powers (`x^2`)", src, prev.line, prev.column,
                     tok.end_column)
+    if tok.type == "COMP_OP" and "COMP_OP" not in expected and _comparison_before(before):
+        return _err(f"comparisons do not chain: write `(a < b) and (b < c)` instead of `a < b < c`",
+                    src, line, col, tok.end_column)
     if tok.type == "_NL" and "LBRACE" in expected:
         return _err("expected `{` on the same line to open the block", src, line, col)
     if tok.type == "EQUAL" and "EQUAL" not in expected:
@@ -483,6 +486,16 @@ def _translate(e: UnexpectedInput, src: A.Source) -> ParseError:
         return _err(f"unexpected {_describe(tok)}: an operator or a `;` / new line is missing before it",
                     src, line, col, tok.end_column)
     return _err(f"unexpected {_describe(tok)}" + _expected(expected), src, line, col, tok.end_column)
+
+
+def _comparison_before(tokens) -> bool:
+    """Is there a comparison earlier in the same statement (`a < b < c`)?"""
+    for t in reversed(tokens):
+        if t.type in ("_NL", "SEMICOLON", "LBRACE", "RBRACE"):
+            return False
+        if t.type == "COMP_OP":
+            return True
+    return False
 
 
 def is_incomplete(source: str) -> bool:

@@ -185,6 +185,20 @@ def _key_arrays(key):
     return tuple(out)
 
 
+def _index_error(shape, key, e):
+    msg = str(e)
+    used = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if "too many indices" in msg:
+        return IndexError_(f"{used} indices for a tensor with {len(shape)} dims (shape {shape}); "
+                           "use at most one index per dim")
+    if "out of bounds" in msg:
+        return IndexError_(f"index out of range for a tensor of shape {shape}: "
+                           + msg.replace("is out of bounds for axis", "is out of range for dim"))
+    if "boolean index did not match" in msg:
+        return IndexError_(f"a bool mask must have the shape of the dims it indexes (tensor shape {shape})")
+    return IndexError_(f"cannot index a tensor of shape {shape}: {msg}")
+
+
 def _is_basic(key):
     return all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in key)
 
@@ -202,7 +216,7 @@ class GetItem(Op):
         try:
             return a[key]
         except IndexError as e:
-            raise IndexError_(f"index out of range for a tensor of shape {a.shape}: {e}") from None
+            raise _index_error(a.shape, key, e) from None
 
     def backward(self, g):
         return (apply(IndexAdd, g, key=self.key, shape=self.in_shape, basic=self.basic),)
@@ -239,7 +253,7 @@ class IndexPut(Op):
             raise ShapeError(f"cannot write a value of shape {v.shape} into a slice of shape "
                              f"{a[key].shape}") from None
         except IndexError as e:
-            raise IndexError_(f"index out of range for a tensor of shape {a.shape}: {e}") from None
+            raise _index_error(a.shape, key, e) from None
         return out
 
     def backward(self, g):
