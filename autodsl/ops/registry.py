@@ -143,12 +143,42 @@ def result_dtype(values):
 def _promoted(cls, inputs):
     """Inputs as tensors of one dtype (over the op's ``promote`` positions)."""
     which = range(len(inputs)) if cls.promote is True else cls.promote
-    first = inputs[which[0]] if isinstance(inputs[which[0]], Tensor) else None
-    if first is not None and all(isinstance(inputs[i], Tensor) and inputs[i]._data.dtype == first._data.dtype
-                                 for i in which):
-        dt = first.dtype
-        if not cls.floating or dt.is_floating:
-            return _to_tensors(inputs)
+    # Fast path: tensors of one dtype, plus plain numbers that do not raise its category.
+    np_dt = None
+    numbers = 0
+    for i in which:
+        v = inputs[i]
+        tv = type(v)
+        if tv is Tensor:
+            d = v._data.dtype
+            if np_dt is None:
+                np_dt = d
+            elif d != np_dt:
+                break
+        elif tv is float:
+            numbers |= 2
+        elif tv is int:
+            numbers |= 1
+        else:
+            break
+    else:
+        kind = np_dt.kind if np_dt is not None else None
+        if kind == "f" or (kind == "i" and not numbers & 2 and not cls.floating) or \
+                (kind == "b" and not numbers and not cls.floating):
+            if not numbers:
+                return list(inputs) if cls.promote is True else _to_tensors(inputs)
+            first = next(inputs[i] for i in which if type(inputs[i]) is Tensor)
+            xp = backend.namespace_of(first._data)
+            out = list(inputs)
+            for i in which:
+                v = inputs[i]
+                if type(v) is not Tensor:
+                    out[i] = Tensor(xp.asarray(v, dtype=np_dt), _device=first.device)
+            return out if cls.promote is True else _to_tensors(out)
+    return _promote_slow(cls, inputs, which)
+
+
+def _promote_slow(cls, inputs, which):
     dt = result_dtype([inputs[i] for i in which])
     if dt is None:
         return _to_tensors(inputs)
