@@ -37,7 +37,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if not t.requires_grad:
             raise AutogradError(f"grad(): input {i} does not require grad, so it has no gradient; "
                                 "create it with requires_grad=true")
-        node = t.grad_fn if t.grad_fn is not None else t._accumulate_node()
+        node = t._gradient_edge()
         targets.setdefault(node, t)
         nodes.append(node)
     captured = GraphTask(seeds, retain_graph, create_graph, targets=targets, accumulate=False).run()

@@ -49,7 +49,8 @@ class Tensor:
     """
 
     __slots__ = ("_data", "_version", "_base", "_requires_grad", "grad_fn", "_grad",
-                 "_retains_grad", "_accumulate", "device", "_view_key", "__weakref__")
+                 "_retains_grad", "_accumulate", "device", "_view_chain", "_gen", "_base_gen",
+                 "__weakref__")
 
     __array_priority__ = 1000  # numpy scalars defer to our dunders
 
@@ -57,7 +58,9 @@ class Tensor:
         self._data = data
         self._version = [0]
         self._base = None
-        self._view_key = None
+        self._view_chain = None   # for a view: the (op, params) steps that make it from _base
+        self._gen = 0             # bumped when an in-place op gives this tensor a new history
+        self._base_gen = 0        # for a view: the _gen of its base when its grad_fn was made
         self.grad_fn = None
         self._grad = None
         self._retains_grad = False
@@ -198,6 +201,42 @@ class Tensor:
         record_grad(self)
         self._grad = None
 
+    def _grad_update(self, g: "Tensor", create_graph: bool):
+        """AccumulateGrad, first half: what ``.grad`` becomes, computed without changing anything.
+
+        The first gradient is owned (copied, or cloned into the graph under
+        create_graph), never shared with another leaf or with the caller's
+        seed; later ones are added, in place unless create_graph or the
+        buffer cannot be written.
+        """
+        old = self._grad
+        if create_graph:
+            return (g.clone() if old is None else old + g), None
+        if old is None:
+            return Tensor(g._data.copy(), _device=g.device), None
+        if old._requires_grad or not getattr(old._data, "flags", None) or not old._data.flags.writeable:
+            return Tensor(old._data + g._data, _device=g.device), None
+        return old, old._data + g._data
+
+    def _grad_commit(self, update) -> None:
+        """AccumulateGrad, second half: assignments only (they cannot fail)."""
+        new, values = update
+        record_grad(self)
+        if values is None:
+            self._grad = new
+        else:
+            new._data[...] = values
+            new._version[0] += 1
+
+    def _gradient_edge(self):
+        """The node a gradient for this tensor goes to: its grad_fn, or its AccumulateGrad."""
+        if self._base is not None and self._base_gen != self._base._gen:
+            self._refresh_view()
+        return self.grad_fn if self.grad_fn is not None else self._accumulate_node()
+
+    def _refresh_view(self) -> None:  # pragma: no cover - replaced by autodsl.ops.registry
+        """Rebuild a view's history after its base got a new one (installed by the ops)."""
+
     def _accumulate_node(self) -> AccumulateGrad:
         acc = self._accumulate
         if acc is None:
@@ -325,7 +364,7 @@ def make_seeds(tensors, grad_tensors, what: str):
                                  f"{t.shape}; pass a gradient of the output's shape")
             if g.dtype is not t.dtype:
                 g = g.to(dtype=t.dtype)
-        seeds.append((t.grad_fn if t.grad_fn is not None else t._accumulate_node(), g))
+        seeds.append((t._gradient_edge(), g))
     return seeds
 
 
@@ -346,7 +385,7 @@ def run_backward(tensors, grad_tensors=None, retain_graph=None, create_graph=Fal
         for t in inputs:
             if not isinstance(t, Tensor) or not t.requires_grad:
                 raise AutogradError("backward(inputs=...): every input must be a tensor that requires grad")
-            targets[t.grad_fn if t.grad_fn is not None else t._accumulate_node()] = t
+            targets[t._gradient_edge()] = t
     GraphTask(seeds, retain_graph, create_graph, targets=targets, accumulate=True).run()
 
 

@@ -232,3 +232,94 @@ def test_inplace_on_a_transposed_view_with_grad_is_refused_clearly():
     v = x.T
     with pytest.raises(ad.AutogradError, match="clone"):
         v += 1.0
+
+
+# -- found in review: ownership of .grad, stale views, saved values --------------------------------
+
+def test_create_graph_grads_are_not_shared_between_leaves():
+    x = T(1.0, requires_grad=True)
+    y = T(2.0, requires_grad=True)
+    (x + y).backward(create_graph=True)          # AddBackward sends one tensor to both
+    assert x.grad is not y.grad
+    (x * 3).backward()
+    assert (x.grad.item(), y.grad.item()) == (4.0, 1.0)
+
+
+def test_the_seed_gradient_is_never_modified():
+    g = T([1.0, 1.0])
+    x = T([1.0, 2.0], requires_grad=True)
+    x.backward(g, create_graph=True)
+    x.backward(g)
+    np.testing.assert_array_equal(g.numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0])
+
+
+def test_create_graph_accumulation_keeps_its_graph_inside_no_grad():
+    x = T(3.0, requires_grad=True)
+    (x * x).backward(create_graph=True)
+    y = x * x
+    with ad.no_grad():
+        y.backward(create_graph=True)                # the second gradient is added with a graph
+    assert x.grad.item() == 12.0 and x.grad.requires_grad
+
+
+def test_a_read_only_grad_buffer_is_replaced_not_written():
+    x = T([1.0, 2.0, 3.0], requires_grad=True)
+    x.grad = ad.ones(1).expand(3)                    # a broadcast view: not writable
+    (x * 2).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0, 3.0])
+
+
+@pytest.mark.parametrize("script, expected", [
+    # the view v was made before b got a new history (b *= 2): v must follow it
+    ("b = x * 1; v = b[0]; b *= 2; v.sum().backward()", [[2, 2], [0, 0]]),
+    ("b = x * 1; v = b.T; b *= 2; v.sum().backward()", [[2, 2], [2, 2]]),
+    # a sibling view written in place
+    ("b = x.reshape(4) * 1; v1 = b[0:2]; v2 = b[1:3]; v1 *= 3; (v2 * v2).sum().backward()", [[0, 36], [6, 0]]),
+])
+def test_views_follow_their_base_after_an_in_place_op(script, expected):
+    s = ad.Session(echo=False)
+    s.run("x = tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=true)\n" + script)
+    np.testing.assert_array_equal(s["x"].grad.numpy(), expected)
+
+
+def test_in_place_write_to_a_max_output_is_caught():
+    x = T([1.0, 3.0, 2.0], requires_grad=True)
+    m = x.amax(0)
+    m *= 2
+    with pytest.raises(ad.AutogradError, match="MaxBackward"):
+        m.backward()
+
+
+def test_an_index_tensor_changed_after_use_does_not_move_the_gradient():
+    x = T([1.0, 2.0, 3.0], requires_grad=True)
+    i = T([0, 1], dtype=ad.int64)
+    y = x[i]
+    i[0] = 2
+    (y * T([1.0, 10.0])).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 10.0, 0.0])
+
+
+def test_retained_target_is_not_counted_twice():
+    x = T([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    (y * y).sum().backward(inputs=[y, x])
+    np.testing.assert_array_equal(y.grad.numpy(), [4.0, 8.0])        # 2y
+    np.testing.assert_array_equal(x.grad.numpy(), [8.0, 16.0])       # 2y * 2
+
+
+def test_retain_grad_follows_an_in_place_op():
+    x = T(2.0, requires_grad=True)
+    a = x * 2
+    a.retain_grad()
+    a *= 3
+    a.backward()
+    assert a.grad.item() == 1.0 and x.grad.item() == 6.0
+
+
+def test_an_integer_index_gives_a_view():
+    b = T([1.0, 2.0, 3.0])
+    v = b[0]
+    v += 1.0
+    np.testing.assert_array_equal(b.numpy(), [2.0, 2.0, 3.0])

@@ -13,7 +13,6 @@ import heapq
 from ..errors import AutogradError
 from . import grad_mode
 from . import trace as _trace
-from .journal import record_grad
 from .node import AccumulateGrad
 
 __all__ = ["GraphTask"]
@@ -105,7 +104,7 @@ class GraphTask:
                 tick += 1
 
         captured = {}
-        staged = []       # (tensor, gradient) written into .grad only when the whole pass succeeded
+        staged = {}       # id(tensor) -> (tensor, gradient), written into .grad when the whole pass succeeded
         ran = []
         targets = self.targets
         create_graph = self.create_graph
@@ -118,19 +117,19 @@ class GraphTask:
                     is_acc = isinstance(node, AccumulateGrad)
                     if targets is not None and node in targets:
                         if self.accumulate:
-                            staged.append((targets[node], g))
+                            _stage(staged, targets[node], g, create_graph)
                             if rec is not None:
                                 rec.accumulate(node, targets[node], g)
                         else:
                             captured[node] = g
                     elif is_acc and targets is None:
-                        staged.append((node.variable, g))
+                        _stage(staged, node.variable, g, create_graph)
                         if rec is not None:
                             rec.accumulate(node, node.variable, g)
                     if not is_acc and (needed is None or node in needed):
-                        if node._retained and self.accumulate:
+                        if node._retained and self.accumulate and (targets is None or node not in targets):
                             for t in node._retained:
-                                staged.append((t, g))
+                                _stage(staged, t, g, create_graph)
                         outs = self._validate(node, node.apply(g))
                         ran.append(node)
                         if rec is not None:
@@ -149,9 +148,11 @@ class GraphTask:
                         heapq.heappush(heap, (-nxt.seq_nr, tick, nxt))
                         tick += 1
 
-        # Commit: only now do .grad fields change, so a failed pass changes none.
-        for t, g in staged:
-            _accumulate_into(t, g, create_graph)
+            # Commit: only now do .grad fields change, so a failed pass changes none. Every
+            # new value is computed first; the assignments that follow cannot fail.
+            updates = [(t, t._grad_update(g, create_graph)) for t, g in staged.values()]
+            for t, update in updates:
+                t._grad_commit(update)
         if not self.retain_graph:
             for node in ran:
                 node.release()
@@ -194,18 +195,6 @@ def _add(a, b, create_graph):
     return type(a)(a._data + b._data, _device=a.device)
 
 
-def _accumulate_into(t, g, create_graph):
-    """AccumulateGrad: own a fresh buffer the first time, then add (in place unless create_graph)."""
-    Tensor = type(g)
-    record_grad(t)
-    old = t._grad
-    if create_graph:
-        t._grad = g if old is None else old + g
-        return
-    if old is None:
-        t._grad = Tensor(g._data.copy(), _device=g.device)
-    elif old.requires_grad:
-        t._grad = Tensor(old._data + g._data, _device=g.device)
-    else:
-        old._data += g._data
-        old._version[0] += 1
+def _stage(staged, t, g, create_graph):
+    prev = staged.get(id(t))
+    staged[id(t)] = (t, g if prev is None else _add(prev[1], g, create_graph))

@@ -169,7 +169,7 @@ def _key_arrays(key):
             if k.dtype.is_floating:
                 raise IndexError_("tensors used as indices must be integer or bool tensors "
                                   "(make them with dtype=int64, or from a comparison)")
-            out.append(k._data)
+            out.append(k._data.copy())     # the index as it was: later writes to k do not move it
         elif isinstance(k, bool):
             raise IndexError_("true/false cannot index a tensor; use an integer, a slice or a bool tensor")
         elif isinstance(k, float):
@@ -213,6 +213,8 @@ class GetItem(Op):
         self.key = key
         self.in_shape = a.shape
         self.basic = _is_basic(key)
+        if self.basic and all(isinstance(k, int) for k in key):
+            key = key + (Ellipsis,)     # a 0-d view rather than a copied scalar (x[0] += 1 writes x)
         try:
             return a[key]
         except IndexError as e:

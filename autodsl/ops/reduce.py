@@ -116,21 +116,18 @@ class Prod(_Reduction):
 
 class _Extreme(_Reduction):
     pick = None
+    save_output = True
 
     def forward(self, a, dim=None, keepdim=False):
         axes = self._setup(a, dim, keepdim)
         if a.size == 0:
             raise ValueError_(f"{self.op_name} of an empty tensor has no value; check the shape")
         self.save_for_backward(self.inputs[0])
-        out = getattr(a, self.pick)(axis=axes, keepdims=True)
-        self.kept_out = out
-        return out if keepdim else out.reshape([n for i, n in enumerate(a.shape) if i not in axes])
+        return getattr(a, self.pick)(axis=axes, keepdims=keepdim)
 
     def backward(self, g):
-        (x,) = self.saved_tensors
-        from ..tensor import Tensor  # noqa: PLC0415
-        m = Tensor(self.kept_out, _device=x.device)
-        hit = (x == m)
+        x, out = self.saved_tensors         # the output is saved (version-checked), not kept raw
+        hit = x == self._spread(out)
         count = hit.sum(dim=self.axes, keepdim=True)
         # torch (amax/amin and full max()/min()): ties share the gradient evenly
         from .elementwise import where  # noqa: PLC0415

@@ -55,7 +55,6 @@ class Op(Node):
     view = False
     never_differentiable = False
     save_output = False   # append the output to the saved tensors (exp, sigmoid, ...)
-    view_key = False      # a view made by indexing with params["key"] (in-place writes can replay it)
     promote = False       # True or a tuple of input positions: compute in one promoted dtype
     floating = False      # integer inputs are computed in the default float dtype (exp, div, ...)
 
@@ -211,6 +210,9 @@ def _to_tensors(inputs):
 def apply(cls, *inputs, **params) -> Tensor:
     """Run op ``cls`` on ``inputs`` (Tensors or numbers) and record its node when needed."""
     tensors = _promoted(cls, inputs) if cls.promote else _to_tensors(inputs)
+    for t in tensors:
+        if t._base is not None and t._base_gen != t._base._gen:
+            _refresh_view(t)
     device = tensors[0].device if tensors else backend.get_default_device()
     for t in tensors:
         if t.device != device:
@@ -241,10 +243,10 @@ def apply(cls, *inputs, **params) -> Tensor:
         src = tensors[0]
         out._version = src._version
         out._base = src._base if src._base is not None else src
-        if cls.view_key:
-            # the chain of indexing keys from the base, to replay an in-place write (CopySlices)
-            chain = () if src._base is None else src._view_key
-            out._view_key = None if chain is None else chain + (params["key"],)
+        # the steps that make this view from its base: replayed when the base gets a new
+        # history (in-place op) and by in-place writes through indexing views (CopySlices)
+        out._view_chain = (() if src._base is None else src._view_chain) + ((cls, params),)
+        out._base_gen = out._base._gen
     node.inputs = None
     if record:
         node._released = False
@@ -252,7 +254,7 @@ def apply(cls, *inputs, **params) -> Tensor:
         node.seq_nr = next_seq_nr()
         node.pos = SOURCE_POS.get()
         node.next_edges = tuple(
-            (t.grad_fn or t._accumulate_node()) if t._requires_grad and (diff is None or i in diff) else None
+            t._gradient_edge() if t._requires_grad and (diff is None or i in diff) else None
             for i, t in enumerate(tensors))
         node.input_shapes = tuple(t._data.shape for t in tensors)
         node.input_dtypes = tuple(t.dtype for t in tensors)
@@ -298,7 +300,7 @@ def inplace(fn, target: Tensor, *args, what: str = "in-place operation") -> Tens
                     f"{what} on a leaf tensor that requires grad: autograd needs its value as it is. "
                     "Update parameters inside a no_grad block (no_grad { w -= lr * w.grad }), "
                     "or write y = y - ... to make a new tensor")
-        if recording and base is not None and target._view_key is None:
+        if recording and base is not None and any(step[0].op_name != "getitem" for step in target._view_chain):
             raise AutogradError(
                 f"{what} on a reshaped or transposed view of another tensor while recording gradients "
                 "is not supported; write through an index of the tensor itself (x[i] = ...), or "
@@ -312,9 +314,39 @@ def inplace(fn, target: Tensor, *args, what: str = "in-place operation") -> Tens
             out = fn(target, *args)
     _write(target, out, what)
     if recording:
-        target.grad_fn = out.grad_fn
-        target._requires_grad = out._requires_grad
+        _move_history(target, out.grad_fn)
     return target
+
+
+def _refresh_view(t: Tensor) -> None:
+    """Note [stale views]: an in-place op gave t's base a new history, so t's grad_fn is
+    out of date; rebuild it by replaying the view's steps on the base (what PyTorch does
+    lazily through the version counter). Only while recording: otherwise it is not needed."""
+    if not grad_mode.is_grad_enabled():
+        return
+    base = t._base
+    y = base
+    for cls, params in t._view_chain:
+        y = apply(cls, y, **params)
+    t._base_gen = base._gen
+    if y.grad_fn is not None:
+        _move_history(t, y.grad_fn)
+
+
+Tensor._refresh_view = _refresh_view
+
+
+def _move_history(t: Tensor, node) -> None:
+    """After an in-place op, t's history is the new node; a retain_grad() follows it."""
+    old = t.grad_fn
+    if t._retains_grad and old is not None and old._retained:
+        old._retained = [r for r in old._retained if r is not t] or None
+        if node._retained is None:
+            node._retained = []
+        node._retained.append(t)
+    t.grad_fn = node
+    t._requires_grad = True
+    t._gen += 1
 
 
 def _snapshot(t: Tensor) -> Tensor:
@@ -332,7 +364,7 @@ def _inplace_on_view(fn, view: Tensor, base: Tensor, args, what: str) -> Tensor:
     the base's new history is "the old base with this slice replaced", and the view's
     history becomes the slice of that new base."""
     from .movement import _Raw, getitem, index_put  # noqa: PLC0415
-    chain = view._view_key
+    chain = [params["key"] for _, params in view._view_chain]
     out = fn(_snapshot(view), *args)
     old_base = _snapshot(base)
     outer = [old_base]
@@ -342,13 +374,8 @@ def _inplace_on_view(fn, view: Tensor, base: Tensor, args, what: str) -> Tensor:
     for key, holder in zip(reversed(chain), reversed(outer)):
         inner = index_put(holder, _Raw(key), inner)
     _write(view, out, what)
-    base.grad_fn = inner.grad_fn
-    base._requires_grad = inner._requires_grad
-    seen = inner
-    for key in chain:
-        seen = getitem(seen, _Raw(key))
-    view.grad_fn = seen.grad_fn
-    view._requires_grad = seen._requires_grad
+    _move_history(base, inner.grad_fn)
+    _refresh_view(view)
     return view
 
 
