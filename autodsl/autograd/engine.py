@@ -8,6 +8,7 @@ seed gradients.
 """
 from __future__ import annotations
 
+import gc
 import heapq
 
 from ..errors import AutogradError
@@ -87,6 +88,18 @@ class GraphTask:
 
     def run(self):
         """Run the backward pass; returns the captured gradients (node -> Tensor)."""
+        # The pass makes no reference cycles of its own, but allocates many small objects,
+        # and each would-be collection walks the whole live graph: pause the cyclic GC.
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            return self._run()
+        finally:
+            if paused:
+                gc.enable()
+
+    def _run(self):
         deps, order = self._dependencies()
         needed = self._needed(deps, order) if self.targets is not None else None
         rec = self.recorder

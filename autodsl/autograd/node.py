@@ -18,7 +18,7 @@ from contextvars import ContextVar
 
 from ..errors import AutogradError
 
-__all__ = ["Node", "AccumulateGrad", "SavedTensor", "SOURCE_POS", "next_seq_nr"]
+__all__ = ["Node", "AccumulateGrad", "SavedTensor", "SavedOutput", "SOURCE_POS", "next_seq_nr"]
 
 # (filename, line, column) of the source expression being evaluated, set by the
 # language; nodes record it so that the graph and the trace can point at it.
@@ -45,13 +45,45 @@ class SavedTensor:
 
     def unpack(self, node: "Node", index: int):
         t = self.tensor
-        if t._version[0] != self.version:
-            raise AutogradError(
-                f"a tensor that {node.name} saved for backward (its input or output number {index}, "
-                f"shape {tuple(t.shape)}) was modified in place afterwards: it is at version "
-                f"{t._version[0]}, but {node.name} saved it at version {self.version}. "
-                f"Use an out-of-place form (`x = x * 3` instead of `x *= 3`), or clone() it before the in-place write")
+        _check_version(node, index, t._version, self.version, t._data.shape)
         return t
+
+
+class SavedOutput:
+    """A node's own output, saved without the Tensor object.
+
+    Note [saved outputs]: keeping the output Tensor would make a reference
+    cycle (output -> grad_fn -> saved output), so graphs would wait for the
+    cyclic GC instead of being freed when the last tensor goes. Like PyTorch,
+    keep the values and the version counter, and rebuild an equivalent tensor
+    (same storage, same history: grad_fn is this node) when backward needs it.
+    """
+
+    __slots__ = ("data", "counter", "version", "device", "cls")
+
+    def __init__(self, tensor):
+        self.data = tensor._data
+        self.counter = tensor._version
+        self.version = tensor._version[0]
+        self.device = tensor.device
+        self.cls = type(tensor)
+
+    def unpack(self, node: "Node", index: int):
+        _check_version(node, index, self.counter, self.version, self.data.shape)
+        t = self.cls(self.data, _device=self.device)
+        t._version = self.counter
+        t.grad_fn = node
+        t._requires_grad = True
+        return t
+
+
+def _check_version(node, index, counter, version, shape):
+    if counter[0] != version:
+        raise AutogradError(
+            f"a tensor that {node.name} saved for backward (its input or output number {index}, "
+            f"shape {tuple(shape)}) was modified in place afterwards: it is at version "
+            f"{counter[0]}, but {node.name} saved it at version {version}. "
+            f"Use an out-of-place form (`x = x * 3` instead of `x *= 3`), or clone() it before the in-place write")
 
 
 class Node:

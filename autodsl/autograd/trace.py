@@ -72,18 +72,36 @@ def new_recorder():
 
 
 class Step:
-    """One node run: ``kind`` is "node" or "leaf"."""
+    """One node run: ``kind`` is "node" or "leaf".
 
-    __slots__ = ("kind", "node", "deps", "grad_in", "sends", "leaf", "grad_after")
+    Gradients are kept as the engine's tensors (its buffers are never written
+    in place) and copied to host arrays only when read, so recording costs
+    little when nobody prints the trace.
+    """
 
-    def __init__(self, kind, node, deps, grad_in, sends=(), leaf=None):
+    __slots__ = ("kind", "node", "deps", "_g", "_sends", "leaf", "grad_after", "_cache")
+
+    def __init__(self, kind, node, deps, g, sends=(), leaf=None):
         self.kind = kind
         self.node = node
         self.deps = deps
-        self.grad_in = grad_in
-        self.sends = sends
+        self._g = g
+        self._sends = sends
         self.leaf = leaf
         self.grad_after = None
+        self._cache = None
+
+    @property
+    def grad_in(self):
+        """The summed gradient that came into the node (a host array)."""
+        return _snap(self._g)
+
+    @property
+    def sends(self):
+        """``((next node, host array or None), ...)``: what the node sent along each edge."""
+        if self._cache is None:
+            self._cache = tuple((nxt, None if og is None else _snap(og)) for nxt, og in self._sends)
+        return self._cache
 
 
 class Recorder:
@@ -96,15 +114,14 @@ class Recorder:
 
     def step(self, node, g, outs):
         sends = tuple((nxt, og) for nxt, og in zip(node.next_edges, outs) if nxt is not None)
-        self.steps.append(Step("node", node, self.deps.get(node, 0), _snap(g), tuple(
-            (nxt, None if og is None else _snap(og)) for nxt, og in sends)))
+        self.steps.append(Step("node", node, self.deps.get(node, 0), g, sends))
 
     def accumulate(self, node, tensor, g):
-        self.steps.append(Step("leaf", node, self.deps.get(node, 0), _snap(g), leaf=tensor))
+        self.steps.append(Step("leaf", node, self.deps.get(node, 0), g, leaf=tensor))
 
     def finish(self, staged):
         for st in self.steps:
-            if st.kind == "leaf":
+            if st.kind == "leaf":          # .grad is added into in place later: copy it now
                 gr = st.leaf._grad
                 st.grad_after = None if gr is None else _snap(gr)
         tr = Trace(self.steps, self.create_graph)

@@ -21,7 +21,7 @@ import numpy as np
 from .. import backend
 from ..autograd import grad_mode
 from ..autograd.journal import record_values
-from ..autograd.node import SOURCE_POS, Node, SavedTensor, next_seq_nr
+from ..autograd.node import SOURCE_POS, Node, SavedOutput, next_seq_nr
 from ..errors import AutogradError, DeviceError, DSLError, DTypeError, ShapeError
 from ..tensor import PUBLIC_METHODS, Tensor, as_tensor
 
@@ -261,7 +261,7 @@ def apply(cls, *inputs, **params) -> Tensor:
         node.needs_input_grad = tuple(e is not None for e in node.next_edges)
         node._out = (weakref.ref(out), out_arr if out_arr.ndim == 0 else None)  # graph() shows them
         if cls.save_output:
-            node._saved = (node._saved or ()) + (SavedTensor(out),)
+            node._saved = (node._saved or ()) + (SavedOutput(out),)
         out.grad_fn = node
         out._requires_grad = True
     return out
