@@ -26,20 +26,22 @@ def same_grads(got, ref, rtol, atol_scale):
 
 
 def check_and_time(runs, reference, repeats, inner=1, rtol=1e-7, atol_scale=1e-9,
-                   mismatches=None, label=""):
+                   mismatches=None, label="", check=None):
     """Time each run() interleaved (A, B, A, B, ...), after checking its gradients.
 
     runs: {name: run}; run() does the whole forward plus backward and returns
     the gradients. reference: the name whose gradients the others must equal.
+    check: other runs ({name: run}, same names) to use for the check instead.
     The check call also warms up. Returns {name: median seconds per run()};
     a library whose gradients differ is left out and named in `mismatches`.
     """
-    ref = runs[reference]()
+    check = check or runs
+    ref = check[reference]()
     live = {reference: runs[reference]}
     for name, run in runs.items():
         if name == reference:
             continue
-        if same_grads(run(), ref, rtol, atol_scale):
+        if same_grads(check[name](), ref, rtol, atol_scale):
             live[name] = run
         elif mismatches is not None:
             mismatches.append(f"{label}: {name} gradients differ from {reference}")

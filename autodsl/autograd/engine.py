@@ -53,19 +53,17 @@ class GraphTask:
         deps = {}
         stack = [node for node, _ in self.seeds]
         seen = set(stack)
-        order = []
         while stack:
             node = stack.pop()
-            order.append(node)
             for nxt in node.next_edges:
                 if nxt is not None:
                     deps[nxt] = deps.get(nxt, 0) + 1
                     if nxt not in seen:
                         seen.add(nxt)
                         stack.append(nxt)
-        return deps, order
+        return deps
 
-    def _needed(self, deps, order):
+    def _needed(self, deps):
         """Nodes that must run because a target lies below them (OneFlow's need_execute)."""
         # Kahn's order from the roots; then a reverse sweep marks ancestors of targets.
         remaining = dict(deps)
@@ -100,8 +98,8 @@ class GraphTask:
                 gc.enable()
 
     def _run(self):
-        deps, order = self._dependencies()
-        needed = self._needed(deps, order) if self.targets is not None else None
+        deps = self._dependencies()
+        needed = self._needed(deps) if self.targets is not None else None
         rec = self.recorder
         if rec is not None:
             rec.start(dict(deps), self.create_graph)

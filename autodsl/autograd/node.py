@@ -106,7 +106,7 @@ class Node:
         self.pos = SOURCE_POS.get()
         self._saved = None
         self._released = False
-        self._retained = None   # weak refs to non-leaf outputs that called retain_grad()
+        self._retained = None   # the non-leaf outputs that called retain_grad()
 
     # -- saved tensors ---------------------------------------------------------
     def save_for_backward(self, *tensors) -> None:
@@ -135,10 +135,6 @@ class Node:
         if self._saved is not None:
             self._saved = None
             self._released = True
-
-    def check_not_released(self) -> None:
-        if self._released:
-            self.saved_tensors  # raises the retain_graph error
 
     # -- public view -------------------------------------------------------------
     @property

@@ -38,10 +38,7 @@ def core_functions() -> dict[str, Callable]:
 
 
 def _format(v) -> str:
-    try:
-        from ..display import format_value
-    except ImportError:  # pragma: no cover - display not available
-        return v if isinstance(v, str) else repr(v)
+    from ..display import format_value
     return format_value(v)
 
 

@@ -32,11 +32,8 @@ from . import ast as A
 from .values import (describe, describe_value, number_pow, param_text, suggest, translate_exception,
                      truth)
 
-try:  # the language records where each graph node came from
-    from ..autograd.node import SOURCE_POS, Node as _GraphNode
-except ImportError:  # pragma: no cover - core not there yet
-    SOURCE_POS = None
-    _GraphNode = ()
+from ..autograd.node import SOURCE_POS  # the language records where each graph node came from
+from ..autograd.node import Node as _GraphNode
 
 __all__ = ["Interpreter", "UserFunction", "Scope", "MAX_CALL_DEPTH", "translate_exception",
            "NODE_ATTRIBUTES", "SETTABLE_ATTRIBUTES", "describe", "loop_progress"]

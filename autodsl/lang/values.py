@@ -12,10 +12,7 @@ import math
 from ..errors import (DSLError, IndexError_, RuntimeError_, ShapeError, TypeError_, ValueError_)
 from ..tensor import Tensor
 
-try:
-    from ..autograd.node import Node as _GraphNode
-except ImportError:  # pragma: no cover - core not there yet
-    _GraphNode = ()
+from ..autograd.node import Node as _GraphNode
 
 __all__ = ["describe", "describe_value", "translate_exception", "truth", "number_pow",
            "param_text", "suggest", "NUMBER_TYPES"]
@@ -92,11 +89,7 @@ def truth(v) -> bool:
     if isinstance(v, (int, float)):
         return v != 0
     if isinstance(v, Tensor):
-        n = math.prod(v.shape)
-        if n != 1:
-            raise ValueError_(f"a condition must be a single value, but this tensor has {n} elements "
-                              f"(shape {tuple(v.shape)}); reduce it first, e.g. `(x > 0).sum() > 0`")
-        return bool(v.item())
+        return bool(v)          # one element, or Tensor.__bool__ says how to reduce it
     raise TypeError_(f"a condition must be true/false, a number or a one-element tensor, not {describe(v)}")
 
 
