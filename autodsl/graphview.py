@@ -108,6 +108,8 @@ def _grad_text(t) -> str | None:
 # A Session sets this to a callable returning its namespace, so that graph(f)
 # in a script names leaves by their variables without being told.
 NAMES: ContextVar = ContextVar("autodsl_graph_names", default=None)
+# A Session made with files=False turns this off: dot() then refuses to write.
+FILES_ALLOWED: ContextVar = ContextVar("autodsl_files_allowed", default=True)
 
 
 def _name_maps(names):
@@ -398,6 +400,9 @@ def dot(x, file=None, names=None) -> str:
         return text
     if not isinstance(file, (str, os.PathLike)) or isinstance(file, bytes):
         raise TypeError_(f"dot(): the file must be a string such as \"graph.svg\", not {type(file).__name__}")
+    if not FILES_ALLOWED.get():
+        raise RuntimeError_("dot(): this session may not write files (Session(files=False)); "
+                            "call dot(x) without a file to get the DOT text")
     path = Path(file)
     ext = path.suffix.lower().lstrip(".")
     if ext in ("dot", "gv"):

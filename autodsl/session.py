@@ -21,6 +21,7 @@ from typing import Any
 
 from .errors import NameError_
 from .lang import ast as A
+from .graphview import FILES_ALLOWED
 from .graphview import NAMES as GRAPH_NAMES
 from .lang.builtins import make_builtins
 from .lang.interpreter import Interpreter
@@ -52,7 +53,7 @@ class Session:
     """A namespace of the language with default device and dtype; see the module docs."""
 
     def __init__(self, device: str = "cpu", dtype=None, trace: bool = False, echo: bool = True,
-                 out=None):
+                 out=None, files: bool = True):
         from . import backend
         self.device = backend.check_device(device)
         if dtype is not None:
@@ -60,6 +61,7 @@ class Session:
                 pass
         self.dtype = dtype
         self.trace = bool(trace)
+        self.files = bool(files)    # False: no built-in may write files (dot(x, "f.svg")), for embedding
         self.echo = echo
         self.out = out
         self.last_trace = None
@@ -87,6 +89,7 @@ class Session:
                 warnings.showwarning = self._make_warning_handler(program, seen)
                 start_dtype = self.dtype or backend.get_default_dtype()
                 names_token = GRAPH_NAMES.set(lambda: self.namespace)
+                files_token = FILES_ALLOWED.set(self.files)
                 with backend.defaults(device=self.device, dtype=start_dtype), \
                         tracing(self.trace, sink=self._set_last_trace, printer=self._print_trace):
                     try:
@@ -94,6 +97,7 @@ class Session:
                     finally:
                         self.trace = is_trace_enabled()
                         GRAPH_NAMES.reset(names_token)
+                        FILES_ALLOWED.reset(files_token)
                         # set_default_dtype() in a script lasts for this session only
                         if backend.get_default_dtype() is not start_dtype:
                             self.dtype = backend.get_default_dtype()

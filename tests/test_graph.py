@@ -290,3 +290,13 @@ def test_graph_and_dot_are_builtins(tmp_path, monkeypatch):
     assert s.run('dot(f, "f.dot")') == "f.dot" and (tmp_path / "f.dot").exists()
     with pytest.raises(ad.TypeError_, match="must be a string"):
         s.run("dot(f, 3)")
+
+
+def test_a_session_without_files_cannot_write(tmp_path):
+    import autodsl as ad
+    s = ad.Session(echo=False, files=False)
+    target = tmp_path / "g.dot"
+    with pytest.raises(ad.RuntimeError_, match="may not write files"):
+        s.run(f'x = tensor(1.0, requires_grad=true)\ndot(x * 2, "{target}")')
+    assert not target.exists()
+    assert "digraph" in s.run("dot(x * 2)")          # the text is still available
