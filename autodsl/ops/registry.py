@@ -62,6 +62,11 @@ class Op(Node):
         if self._record:
             Node.save_for_backward(self, *tensors)
 
+    @property
+    def needs_input_grad(self) -> tuple:
+        """One bool per input: does a gradient for it go anywhere? (Backward skips the rest.)"""
+        return tuple(e is not None for e in self.next_edges)
+
     def forward(self, *arrays, **params):  # pragma: no cover
         raise NotImplementedError
 
@@ -258,7 +263,6 @@ def apply(cls, *inputs, **params) -> Tensor:
             for i, t in enumerate(tensors))
         node.input_shapes = tuple(t._data.shape for t in tensors)
         node.input_dtypes = tuple(t.dtype for t in tensors)
-        node.needs_input_grad = tuple(e is not None for e in node.next_edges)
         node._out = (weakref.ref(out), out_arr if out_arr.ndim == 0 else None)  # graph() shows them
         if cls.save_output:
             node._saved = (node._saved or ()) + (SavedOutput(out),)
