@@ -264,10 +264,12 @@ def graph(x, names=None, max_nodes: int = 200) -> Graph:
         return Graph([desc.of_root_leaf().line()], labels, 0)
     lines = []
     shown = set()
-    # (node or None for a constant input, shape hint, depth, this line's prefix, children's prefix)
-    stack = [(root, None, 0, "", "")]
+    # (node or None for a constant input, shape hint, depth, this line's branch mark, the
+    # parent's indentation as a linked list (parent link, piece): shared, so a deep chain
+    # keeps O(depth) text in memory, not O(depth^2))
+    stack = [(root, None, 0, "", None)]
     while stack:
-        node, hint, depth, lead, cont = stack.pop()
+        node, hint, depth, branch, cont = stack.pop()
         if node is None:
             text = f"constant  {_shape_text(hint)}  requires_grad=false" if hint is not None else "constant"
         elif node in shown:
@@ -279,11 +281,14 @@ def graph(x, names=None, max_nodes: int = 200) -> Graph:
             text = desc.of(node, hint).line()
             edges = node.next_edges
             shapes = node.input_shapes
+            child_cont = None
             for i in range(len(edges) - 1, -1, -1):
                 last = i == len(edges) - 1
+                if depth > 0:
+                    child_cont = (cont, "   " if _is_last(branch) else "│  ")
                 stack.append((edges[i], shapes[i] if i < len(shapes) else None, depth + 1,
-                              cont + ("└─ " if last else "├─ "), cont + ("   " if last else "│  ")))
-        lines.append(_windowed(lead, depth) + text)
+                              "└─ " if last else "├─ ", child_cont))
+        lines.append(_prefix(cont, branch, depth) + text)
     if len(shown) < len(labels):
         more = len(labels) - len(shown)
         lines.append(f"... {more} more node{'s' if more != 1 else ''} "
@@ -291,12 +296,23 @@ def graph(x, names=None, max_nodes: int = 200) -> Graph:
     return Graph(lines, labels, len(shown))
 
 
-def _windowed(lead: str, depth: int) -> str:
-    """Very deep lines restart their indentation every _INDENT_WINDOW levels, marked ``[+24]``."""
-    if depth <= _INDENT_WINDOW:
-        return lead
-    skip = (depth - 1) // _INDENT_WINDOW * _INDENT_WINDOW
-    return f"[+{skip}] " + lead[3 * skip:]
+def _is_last(branch: str) -> bool:
+    return branch.startswith("└")
+
+
+def _prefix(cont, branch: str, depth: int) -> str:
+    """The indentation of a line at ``depth``. Very deep lines restart their indentation every
+    _INDENT_WINDOW levels, marked ``[+24]``, so only the last few pieces are ever built."""
+    skip = 0 if depth <= _INDENT_WINDOW else (depth - 1) // _INDENT_WINDOW * _INDENT_WINDOW
+    pieces = []
+    link = cont
+    for _ in range(depth - 1 - skip):
+        if link is None:
+            break
+        link, piece = link
+        pieces.append(piece)
+    text = "".join(reversed(pieces)) + branch
+    return f"[+{skip}] " + text if skip else text
 
 
 # -- Graphviz DOT -----------------------------------------------------------------------------
