@@ -50,8 +50,8 @@ int64 = DType("int64", np.int64)
 bool_ = DType("bool", np.bool_)
 DTYPES = {d.name: d for d in (float32, float64, int64, bool_)}
 _BY_NP = {d.np: d for d in DTYPES.values()}
-_ALIASES = {"float": float64, "double": float64, "int": int64, "long": int64,
-            "int32": int64, "float16": float32}
+# PyTorch's spellings: torch.float is float32, torch.double float64, torch.long int64
+_ALIASES = {"float": float32, "double": float64, "long": int64}
 
 
 def as_dtype(spec) -> DType:

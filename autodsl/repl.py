@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import warnings
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -33,7 +34,7 @@ from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.output import ColorDepth
 from prompt_toolkit.validation import ValidationError, Validator
 
-from .errors import DSLError
+from .errors import DSLError, ValueError_
 
 __all__ = ["main", "Repl", "history_path", "build_prompt_session", "SourceValidator"]
 
@@ -135,29 +136,45 @@ class Repl:
         session = self.session
         program = session.parse(text, filename)       # a syntax error runs nothing
         snapshot = dict(session.namespace)
-        trace = session.trace
-        error = None
+        trace, dtype = session.trace, session.dtype
+        error = value = None
         running = self.progress.running() if self.progress is not None else nullcontext()
         try:
             with running, transaction():
                 try:
-                    session.run(program)
+                    value = session.run(program)
                 except DSLError as e:     # not undone: raised after the transaction closes
                     error = e
         except KeyboardInterrupt:
             session.namespace.clear()
             session.namespace.update(snapshot)
-            session.trace = trace
+            session.trace, session.dtype = trace, dtype
             raise
         if error is not None:
             raise error
+        return value
+
+    def value_of(self, expr: str):
+        """The value of an expression typed after a command (the built-ins it then goes to are
+        called directly, so a variable named `graph` or `dot` does not get in the way)."""
+        session = self.session
+        echo = session.echo
+        session.echo = False
+        try:
+            program = session.parse(expr, "<input>")
+            if len(program.body) != 1 or type(program.body[0]).__name__ != "ExprStmt":
+                raise ValueError_(f"expected one expression, such as a variable name, not {expr!r}")
+            return self.run_source(expr)
+        finally:
+            session.echo = echo
 
     # -- commands ----------------------------------------------------------------------
     def resolve(self, name: str) -> str | None:
         """The command ``name`` stands for (exactly, or as an unambiguous prefix); None with a message."""
         if name in self.commands:
             return name
-        matches = [c for c in self.commands if c.startswith(name)]
+        # :reset throws the session away: it needs at least ":res" (GHCi's :r means reload)
+        matches = [c for c in self.commands if c.startswith(name) and len(name) >= _MIN_PREFIX.get(c, 2)]
         if len(matches) == 1:
             return matches[0]
         if matches:
@@ -238,7 +255,8 @@ class Repl:
         if not arg:
             self.write("usage: " + self.usage(":info"))
             return
-        self.run_source(f"info({arg})")
+        from .inspect import info
+        self.write(str(info(self.value_of(arg))))
 
     def cmd_trace(self, arg: str) -> None:
         """:trace on|off|last  print each backward step by step, or show the last one"""
@@ -257,7 +275,8 @@ class Repl:
         if not arg:
             self.write("usage: " + self.usage(":graph"))
             return
-        self.run_source(f"graph({arg})")
+        from .graphview import graph
+        self.write(str(graph(self.value_of(arg), names=self.session.namespace)))
 
     def cmd_dot(self, arg: str) -> None:
         """:dot x [file.dot|.svg|.png]  the graph of x in Graphviz DOT (printed, or written to the file)"""
@@ -266,7 +285,14 @@ class Repl:
         if not expr:
             self.write("usage: " + self.usage(":dot"))
             return
-        self.run_source(f"dot({expr}, {_quote(path)})" if path else f"dot({expr})")
+        from .graphview import dot
+        value = self.value_of(expr)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = dot(value, path or None, names=self.session.namespace)
+        for w in caught:
+            self.write(f"warning: {w.message}")
+        self.write(result)
 
     def cmd_load(self, arg: str) -> None:
         """:load file.ad  run a script in this session"""
@@ -357,6 +383,8 @@ class Repl:
 
 
 # ---- small helpers ---------------------------------------------------------------------
+_MIN_PREFIX = {":reset": 4}
+
 
 def _b(v: bool) -> str:
     return "true" if v else "false"

@@ -566,3 +566,44 @@ def test_real_program_in_a_pseudo_terminal(tmp_path):
         child.close()
     assert "Traceback" not in (child.before or "")
     assert child.exitstatus == 0
+
+
+def test_commands_call_the_builtins_even_when_a_variable_shadows_them(tmp_path):
+    r, out = run_lines("x = tensor(2.0, requires_grad=true)", "dot = x * 3", "graph = 5", "info = 1",
+                       ":graph dot", f":dot dot {tmp_path / 'g.dot'}", ":info dot")
+    text = out
+    assert "dot = MulBackward#1" in text                       # the tree, named by the session
+    assert "digraph" in (tmp_path / "g.dot").read_text()
+    assert "grad_fn        <MulBackward>" in text
+    assert "not a function" not in text
+
+
+def test_graph_of_an_expression_points_at_what_was_typed():
+    r, text = run_lines("a = tensor(1.0, requires_grad=true)", ":graph a * 2 + 1")
+    assert "AddBackward#1 at 1:7" in text and "MulBackward#1 at 1:3" in text
+
+
+def test_command_argument_that_is_not_one_expression():
+    r, text = run_lines("a = tensor(1.0)", ":graph a b")
+    assert "graph(" not in text and "a b" in text
+
+
+def test_reset_needs_more_than_one_letter():
+    r, text = run_lines("a = 1", ":r")
+    assert r.session["a"] == 1                  # ":r" is not taken as :reset
+    assert "not a command" in text or "ambiguous" in text
+    r.handle(":res")
+    assert "a" not in r.session
+
+
+def test_ctrl_c_also_restores_dtype_and_trace(monkeypatch):
+    r, out = make_repl()
+
+    def interrupt(*args):
+        raise KeyboardInterrupt
+
+    r.session.namespace["boom"] = interrupt
+    r.handle("set_default_dtype(float32); trace(true); boom()")
+    assert r.session.dtype is None and r.session.trace is False
+    r.handle("v = tensor([1.0])")
+    assert r.session["v"].dtype.name == "float64"

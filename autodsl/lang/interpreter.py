@@ -178,6 +178,8 @@ class Interpreter:
             return _STMT[type(stmt)](self, stmt)
         except DSLError as e:
             raise self._attach(e, stmt)
+        except BrokenPipeError:
+            raise                   # the reader went away (`| head`): the CLI exits quietly
         except Exception as e:  # noqa: BLE001 - the boundary: translate everything
             raise self._attach(translate_exception(e), stmt) from None
 
@@ -344,6 +346,8 @@ class Interpreter:
             return _EXPR[type(node)](self, node)
         except DSLError as e:
             raise self._attach(e, node)
+        except BrokenPipeError:
+            raise
         except Exception as e:  # noqa: BLE001 - the boundary: translate everything
             raise self._attach(translate_exception(e), node) from None
 
