@@ -241,7 +241,9 @@ class AutodslCompleter(Completer):
         value = None
         if m and not obj_text.rstrip()[: m.start()].rstrip().endswith("."):
             value = self.get_session().namespace.get(m.group())
-        if value is not None and not isinstance(value, Tensor) and hasattr(value, "next_functions"):
+        after_grad_fn = obj_text.rstrip().endswith(".grad_fn")
+        if after_grad_fn or (value is not None and not isinstance(value, Tensor)
+                             and hasattr(value, "next_functions")):
             names = {n: "graph node attribute" for n in NODE_ATTRIBUTES}
         elif obj_text.rstrip() and obj_text.rstrip()[-1].isdigit() and not m:
             return
@@ -274,5 +276,7 @@ class AutodslCompleter(Completer):
         except (TypeError, ValueError):
             return []
         kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-        return [p.name for p in sig.parameters.values()
-                if p.kind in kinds and p.name != "self" and not p.name.startswith("_")]
+        params = [p for p in sig.parameters.values() if p.kind in kinds]
+        if obj is not None and params:
+            params = params[1:]          # x.sum(...): the tensor itself is the first parameter
+        return [p.name for p in params if p.name != "self" and not p.name.startswith("_")]
