@@ -21,52 +21,37 @@ def fan_constants(k):
     return [float(c) for c in np.random.default_rng(3).uniform(-1.0, 1.0, k)]
 
 
-# --- autodsl -----------------------------------------------------------------
+# --- autodsl and PyTorch: the same eager code, each with its own leaf and ops ------
+
+def _eager(leaf, relu, sin, cos, workload, size):
+    cs = fan_constants(size) if workload == "W3" else None
+
+    def run():
+        x = leaf()
+        y = x
+        if workload == "W1":
+            for _ in range(size):
+                y = relu(y * 0.999 + 0.001)
+        elif workload == "W2":
+            for _ in range(size):
+                y = sin(y) * cos(y)
+        else:
+            y = x * cs[0]
+            for c in cs[1:]:
+                y = y + x * c
+        y.backward()
+        return x.grad.numpy()
+    return run
+
 
 def _autodsl(ad, workload, size):
-    relu, sin, cos = ad.relu, ad.sin, ad.cos
-    cs = fan_constants(size) if workload == "W3" else None
+    return _eager(lambda: ad.tensor(X0, requires_grad=True, dtype=ad.float64),
+                  ad.relu, ad.sin, ad.cos, workload, size)
 
-    def run():
-        x = ad.tensor(X0, requires_grad=True, dtype=ad.float64)
-        y = x
-        if workload == "W1":
-            for _ in range(size):
-                y = relu(y * 0.999 + 0.001)
-        elif workload == "W2":
-            for _ in range(size):
-                y = sin(y) * cos(y)
-        else:
-            y = x * cs[0]
-            for c in cs[1:]:
-                y = y + x * c
-        y.backward()
-        return x.grad.numpy()
-    return run
-
-
-# --- PyTorch -----------------------------------------------------------------
 
 def _torch(torch, workload, size):
-    relu, sin, cos = torch.relu, torch.sin, torch.cos
-    cs = fan_constants(size) if workload == "W3" else None
-
-    def run():
-        x = torch.tensor(X0, requires_grad=True, dtype=torch.float64)
-        y = x
-        if workload == "W1":
-            for _ in range(size):
-                y = relu(y * 0.999 + 0.001)
-        elif workload == "W2":
-            for _ in range(size):
-                y = sin(y) * cos(y)
-        else:
-            y = x * cs[0]
-            for c in cs[1:]:
-                y = y + x * c
-        y.backward()
-        return x.grad.numpy()
-    return run
+    return _eager(lambda: torch.tensor(X0, requires_grad=True, dtype=torch.float64),
+                  torch.relu, torch.sin, torch.cos, workload, size)
 
 
 # --- HIPS autograd -----------------------------------------------------------
