@@ -252,8 +252,8 @@ def graph(x, names=None, max_nodes: int = 200) -> Graph:
         f = PowBackward#1 at 2:5  scalar  36.0
         ├─ MulBackward#1 at 2:7  scalar  6.0
         │  ├─ AccumulateGrad(w)  scalar  2.0  leaf  requires_grad
-        │  └─ constant  scalar  requires_grad=false
-        └─ constant  scalar  requires_grad=false
+        │  └─ constant  scalar  3.0  requires_grad=false
+        └─ constant  scalar  2.0  requires_grad=false
     """
     _check_tensor(x, "graph")
     if isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer)) or max_nodes < 1:
@@ -271,7 +271,9 @@ def graph(x, names=None, max_nodes: int = 200) -> Graph:
     while stack:
         node, hint, depth, branch, cont = stack.pop()
         if node is None:
-            text = f"constant  {_shape_text(hint)}  requires_grad=false" if hint is not None else "constant"
+            shape, value = hint
+            text = "  ".join(p for p in ("constant", None if shape is None else _shape_text(shape), value,
+                                         "requires_grad=false") if p)
         elif node in shown:
             text = f"-> see {labels[node]} above"
         elif len(shown) >= max_nodes:
@@ -286,14 +288,22 @@ def graph(x, names=None, max_nodes: int = 200) -> Graph:
                 last = i == len(edges) - 1
                 if depth > 0:
                     child_cont = (cont, "   " if _is_last(branch) else "│  ")
-                stack.append((edges[i], shapes[i] if i < len(shapes) else None, depth + 1,
-                              "└─ " if last else "├─ ", child_cont))
+                shape = shapes[i] if i < len(shapes) else None
+                stack.append((edges[i], shape if edges[i] is not None else (shape, _const_value(node, i)),
+                              depth + 1, "└─ " if last else "├─ ", child_cont))
         lines.append(_prefix(cont, branch, depth) + text)
     if len(shown) < len(labels):
         more = len(labels) - len(shown)
         lines.append(f"... {more} more node{'s' if more != 1 else ''} "
                      f"(graph(x, max_nodes={len(labels)}) shows all)")
     return Graph(lines, labels, len(shown))
+
+
+def _const_value(node, i):
+    """The value of a scalar constant input of ``node`` (``x * 0.5`` -> "0.5"), or None."""
+    consts = getattr(node, "_consts", None)
+    arr = consts[i] if consts is not None and i < len(consts) else None
+    return None if arr is None else format_array(backend.to_host(arr))
 
 
 def _is_last(branch: str) -> bool:
@@ -356,7 +366,9 @@ def dot_source(x: Tensor, names=None) -> str:
             if nxt is None:
                 cid = f"k{n_const}"
                 n_const += 1
+                value = _const_value(node, i)
                 text = "constant" if shape is None else f"constant\n{_shape_text(shape)}"
+                text += f"  {value}" if value else ""
                 consts.append(f"  {cid} [label={_q(text)}, {_STYLE_CONST}];")
                 edges.append(f"  {cid} -> {ids[node]};")
             else:

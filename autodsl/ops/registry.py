@@ -258,9 +258,12 @@ def apply(cls, *inputs, **params) -> Tensor:
         node._retained = None
         node.seq_nr = next_seq_nr()
         node.pos = SOURCE_POS.get()
-        node.next_edges = tuple(
+        node.next_edges = edges = tuple(
             t._gradient_edge() if t._requires_grad and (diff is None or i in diff) else None
             for i, t in enumerate(tensors))
+        if None in edges:     # graph() shows the value of a scalar constant input (x * 0.5)
+            node._consts = tuple(t._data if e is None and t._data.ndim == 0 else None
+                                 for t, e in zip(tensors, edges))
         node.input_shapes = tuple(t._data.shape for t in tensors)
         node.input_dtypes = tuple(t.dtype for t in tensors)
         node._out = (weakref.ref(out), out_arr if out_arr.ndim == 0 else None)  # graph() shows them
