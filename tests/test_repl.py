@@ -291,7 +291,7 @@ def test_help():
     _, text = run_lines(":help")
     assert ":vars" in text and ":dot x" in text and "tensor" in text and ":help language" in text
     _, text = run_lines(":help sum")
-    assert text.startswith("sum(input, dim=None, keepdim=False)") and "Example" in text
+    assert text.startswith("sum(input, dim=none, keepdim=false)") and "Example" in text
     _, text = run_lines(":h :va")
     assert text.startswith(":vars")
     _, text = run_lines(":help language")
