@@ -21,6 +21,7 @@ from typing import Any
 
 from .errors import NameError_
 from .lang import ast as A
+from .autograd.quiet import ieee
 from .graphview import FILES_ALLOWED
 from .graphview import NAMES as GRAPH_NAMES
 from .lang.builtins import make_builtins
@@ -90,7 +91,7 @@ class Session:
                 start_dtype = self.dtype or backend.get_default_dtype()
                 names_token = GRAPH_NAMES.set(lambda: self.namespace)
                 files_token = FILES_ALLOWED.set(self.files)
-                with backend.defaults(device=self.device, dtype=start_dtype), \
+                with ieee(), backend.defaults(device=self.device, dtype=start_dtype), \
                         tracing(self.trace, sink=self._set_last_trace, printer=self._print_trace):
                     try:
                         value, _ = self._interp.run(program)

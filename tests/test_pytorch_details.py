@@ -323,3 +323,16 @@ def test_an_integer_index_gives_a_view():
     v = b[0]
     v += 1.0
     np.testing.assert_array_equal(b.numpy(), [2.0, 2.0, 3.0])
+
+
+def test_ieee_results_without_warnings_even_when_numpy_would_raise():
+    import warnings
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        assert ad.log(T(0.0)).item() == -np.inf
+        assert np.isnan((T(0.0) / T(0.0)).item())
+        x = T([0.0, 1.0], requires_grad=True)
+        (x / 0.0).sum().backward()                   # inf and nan in the backward too
+        np.testing.assert_array_equal(x.grad.numpy(), [np.inf, np.inf])
+        s = ad.Session(echo=False)
+        assert s.run("log(tensor(0.0))").item() == -np.inf

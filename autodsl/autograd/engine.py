@@ -15,6 +15,7 @@ from ..errors import AutogradError
 from . import grad_mode
 from . import trace as _trace
 from .node import AccumulateGrad
+from .quiet import ieee
 
 __all__ = ["GraphTask"]
 
@@ -119,7 +120,7 @@ class GraphTask:
         ran = []
         targets = self.targets
         create_graph = self.create_graph
-        with grad_mode.set_grad_enabled(create_graph):
+        with grad_mode.set_grad_enabled(create_graph), ieee():
             while heap:
                 node = heapq.heappop(heap)[2]
                 g = buffers.pop(node, None)
@@ -193,10 +194,10 @@ class GraphTask:
                         f"which has shape {shape}, and it cannot be reduced to it") from e
                 fixed = fixed or list(outs)
                 fixed[i] = og
-            dt = node.input_dtypes[i]
-            if og.dtype is not dt and dt.is_floating:
+            dt = node.input_dtypes[i]             # the input's NumPy dtype
+            if og._data.dtype != dt and dt.kind == "f":
                 fixed = fixed or list(outs)
-                fixed[i] = og.to(dtype=dt)
+                fixed[i] = og.to(dtype=dt.name)
         return tuple(fixed) if fixed else outs
 
 

@@ -160,7 +160,7 @@ class AccumulateGrad(Node):
         self.variable = variable
         self.pos = None
         self.input_shapes = (tuple(variable.shape),)
-        self.input_dtypes = (variable.dtype,)
+        self.input_dtypes = (variable._data.dtype,)
         # torch: AccumulateGrad has the highest priority, so a leaf's .grad is
         # settled as soon as every gradient into it has arrived.
         self.seq_nr = sys.maxsize

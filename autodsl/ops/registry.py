@@ -21,6 +21,8 @@ import numpy as np
 from .. import backend
 from ..autograd import grad_mode
 from ..autograd.journal import record_values
+from ..autograd.quiet import depth as quiet_depth
+from ..autograd.quiet import ieee
 from ..autograd.node import SOURCE_POS, Node, SavedOutput, next_seq_nr
 from ..errors import AutogradError, DeviceError, DSLError, DTypeError, ShapeError
 from ..tensor import PUBLIC_METHODS, Tensor, as_tensor
@@ -235,8 +237,11 @@ def apply(cls, *inputs, **params) -> Tensor:
     node._saved = None
     node.inputs = tensors
     try:
-        with np.errstate(all="ignore"):
+        if quiet_depth[0]:        # inside a Session run or a backward: IEEE results already set
             out_arr = node.forward(*[t._data for t in tensors], **params)
+        else:
+            with ieee():
+                out_arr = node.forward(*[t._data for t in tensors], **params)
     except DSLError:
         raise
     except (ValueError, IndexError, TypeError) as e:
@@ -265,7 +270,7 @@ def apply(cls, *inputs, **params) -> Tensor:
             node._consts = tuple(t._data if e is None and t._data.ndim == 0 else None
                                  for t, e in zip(tensors, edges))
         node.input_shapes = tuple(t._data.shape for t in tensors)
-        node.input_dtypes = tuple(t.dtype for t in tensors)
+        node.input_dtypes = tuple(t._data.dtype for t in tensors)
         node._out = (weakref.ref(out), out_arr if out_arr.ndim == 0 else None)  # graph() shows them
         if cls.save_output:
             node._saved = (node._saved or ()) + (SavedOutput(out),)
