@@ -34,7 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="A REPL and scripting language for differentiable expressions. "
                     "With no FILE and no -c, starts the REPL (or runs standard input "
                     "when it is not a terminal).")
-    p.add_argument("files", nargs="*", metavar="FILE.ad", help="script files to run, in order, in one session")
+    p.add_argument("files", nargs="*", metavar="FILE.ad",
+                   help="script files to run, in order, in one session (- reads standard input)")
     p.add_argument("-c", dest="source", metavar="SOURCE", help="run SOURCE as a script")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="default device (default: cpu)")
     p.add_argument("--dtype", choices=["float32", "float64"], default=None,
@@ -136,7 +137,10 @@ def _main(argv) -> int:
     if args.source is not None:
         sources.append(("<string>", args.source))
     for path in args.files:
-        sources.append((path, _read(path, parser)))
+        if path == "-":                       # the usual spelling of standard input
+            sources.append(("<stdin>", sys.stdin.read() if sys.stdin is not None else ""))
+        else:
+            sources.append((path, _read(path, parser)))
 
     from .errors import DSLError
     from .session import Session

@@ -57,7 +57,7 @@ def one_line_doc(fn, registry=None, name: str | None = None) -> str:
     if not doc:
         doc = getattr(fn, "__doc__", "") or ""
     para = " ".join(doc.strip().split("\n\n")[0].split())
-    m = re.search(r"(?<=[.:;])\s", para)
+    m = re.search(r"(?<=[.:])\s", para)
     text = para[: m.start()] if m else para
     return text if len(text) <= 72 else text[:71] + "…"
 

@@ -182,3 +182,9 @@ def test_ctrl_c_exits_130_without_traceback():
     assert p.returncode == 130
     assert "Traceback" not in err
     assert err.strip() == "autodsl: interrupted"
+
+
+def test_dash_reads_standard_input():
+    p = subprocess.run([sys.executable, "-m", "autodsl", "-"], input="x = 2\nx * 3\n", capture_output=True,
+                       text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    assert p.returncode == 0 and p.stdout == "6\n"
