@@ -226,7 +226,7 @@ class Repl:
     def cmd_vars(self, arg: str) -> None:
         """:vars  your variables: name, shape, dtype, device, requires_grad, is_leaf, grad_fn, grad"""
         from .tensor import Tensor
-        rows = []
+        rows, others = [], []
         for name, value in self.user_bindings().items():
             if isinstance(value, Tensor):
                 gf = value.grad_fn
@@ -236,12 +236,15 @@ class Repl:
                              "set" if getattr(value, "_grad", None) is not None else "-"])
             else:
                 from .repl_complete import describe_binding
-                rows.append([name, describe_binding(value), "", "", "", "", "", ""])
-        if not rows:
+                others.append(f"{name} ({describe_binding(value)})")
+        if not rows and not others:
             self.write("no variables yet")
             return
-        head = ["name", "shape", "dtype", "device", "requires_grad", "is_leaf", "grad_fn", "grad"]
-        self.write("\n".join(_table(head, rows)))
+        if rows:
+            head = ["name", "shape", "dtype", "device", "requires_grad", "is_leaf", "grad_fn", "grad"]
+            self.write("\n".join(_table(head, rows)))
+        if others:
+            self.write("other variables: " + ", ".join(others))
 
     def user_bindings(self) -> dict:
         """The session's bindings less the untouched predefined names (inf, nan, pi, dtypes)."""

@@ -313,7 +313,7 @@ def test_vars_table():
     assert head.split() == ["name", "shape", "dtype", "device", "requires_grad", "is_leaf", "grad_fn", "grad"]
     assert rows[0].split() == ["x", "(2,)", "float64", "cpu", "true", "true", "-", "set"]
     assert rows[1].split() == ["y", "()", "float64", "cpu", "true", "false", "SumBackward", "-"]
-    assert rows[2].split() == ["n", "3"]
+    assert rows[2] == "other variables: n (3)"
     assert not any(r.split()[0] in ("pi", "inf", "float32") for r in rows)   # predefined names hidden
     _, text = run_lines(":vars")
     assert text == "no variables yet\n"
