@@ -20,7 +20,8 @@ __all__ = [
     "DType", "float32", "float64", "int64", "bool_", "DTYPES", "as_dtype",
     "get_default_dtype", "set_default_dtype", "get_default_device",
     "set_default_device", "defaults", "xp", "check_device", "to_host", "rng",
-    "seed", "is_floating", "namespace_of", "dtype_of", "device_of", "asarray",
+    "seed", "is_floating", "namespace_of", "dtype_of", "device_of", "asarray", "may_share_memory",
+    "scatter_add",
 ]
 
 
@@ -190,6 +191,22 @@ def namespace_of(arr):
     if isinstance(arr, (np.ndarray, np.generic)):
         return np
     return _load_cupy()
+
+
+def may_share_memory(a, b) -> bool:
+    """Whether two arrays of one device may overlap in memory (a cheap bounds check)."""
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and np.may_share_memory(a, b)
+    return _load_cupy().may_share_memory(a, b)
+
+
+def scatter_add(target, key, values) -> None:
+    """``target[key] += values`` where repeated indices in ``key`` all add up (NumPy's add.at)."""
+    if isinstance(target, np.ndarray):
+        np.add.at(target, key, values)
+    else:
+        import cupyx  # noqa: PLC0415  (ships with CuPy)
+        cupyx.scatter_add(target, key, values)
 
 
 def to_host(arr) -> np.ndarray:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import builtins
 
-from ..backend import namespace_of
+from ..backend import namespace_of, scatter_add
 from ..errors import IndexError_, ShapeError, TypeError_
 from .registry import Op, apply, defop
 
@@ -235,7 +235,7 @@ class IndexAdd(Op):
         if basic:
             z[key] = g
         else:
-            xp.add.at(z, key, g)       # plain z[key] += g would keep one of repeated indices
+            scatter_add(z, key, g)     # plain z[key] += g would keep one of repeated indices
         return z
 
     def backward(self, gg):

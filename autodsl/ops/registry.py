@@ -249,7 +249,7 @@ def apply(cls, *inputs, **params) -> Tensor:
     if not hasattr(out_arr, "shape") or isinstance(out_arr, np.generic):
         out_arr = backend.xp(device).asarray(out_arr)
     out = Tensor(out_arr, _device=device)
-    if cls.view and tensors and np.may_share_memory(out_arr, tensors[0]._data):
+    if cls.view and tensors and backend.may_share_memory(out_arr, tensors[0]._data):
         src = tensors[0]
         out._version = src._version
         out._base = src._base if src._base is not None else src
