@@ -15,6 +15,7 @@ statement stay, and the failing statement binds nothing.
 from __future__ import annotations
 
 import math
+import gc
 import sys
 import warnings
 from typing import Any
@@ -36,6 +37,7 @@ PREDEFINED = ("inf", "nan", "pi", "float32", "float64", "int64", "bool")
 # more Python frames than the default 1000; Python 3.11 frames of Python code
 # do not use the C stack, so this is safe.
 _RECURSION_LIMIT = 20000
+_GC_GEN0 = 10_000     # allocations between young collections while a script runs (CPython: 700)
 
 
 class UnknownNameError(NameError_, KeyError):
@@ -80,6 +82,11 @@ class Session:
         program = source if isinstance(source, A.Program) else parse(source, filename)
         from . import backend
         from .autograd.trace import is_trace_enabled, tracing
+        # A script builds graphs of many small objects, and every young-generation collection
+        # walks them: collect less often while it runs (restored afterwards).
+        gc_threshold = gc.get_threshold()
+        if gc_threshold[0] and gc_threshold[0] < _GC_GEN0:
+            gc.set_threshold(_GC_GEN0, *gc_threshold[1:])
         old_limit = sys.getrecursionlimit()
         if old_limit < _RECURSION_LIMIT:
             sys.setrecursionlimit(_RECURSION_LIMIT)
@@ -106,6 +113,7 @@ class Session:
         finally:
             if old_limit < _RECURSION_LIMIT:
                 sys.setrecursionlimit(old_limit)
+            gc.set_threshold(*gc_threshold)
 
     def _print_trace(self, text: str) -> None:
         out = self.out if self.out is not None else sys.stdout

@@ -404,3 +404,12 @@ def test_session_setitem_binds_python_values():
     assert s.run("w.sum().item()") == 3.0
     with pytest.raises(NameError_):
         s["_hidden"] = 1
+
+
+def test_run_restores_the_gc_threshold_even_after_an_error():
+    import gc
+    before = gc.get_threshold()
+    s = ad.Session(echo=False)
+    with pytest.raises(DSLError):
+        s.run("x = 1\ny = nope")
+    assert gc.get_threshold() == before
