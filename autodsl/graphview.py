@@ -7,7 +7,7 @@ for scalars, min/max otherwise) and ``.grad`` where backward left one.
 
 Where values come from: a node does not own its output, so ``ops.registry.apply``
 leaves on each op node a weak reference to the output and, for scalars, the
-output array itself (``node._out``). A non-scalar intermediate that nothing
+output array itself (``node._out_ref``, ``node._out_scalar``). A non-scalar intermediate that nothing
 holds any more is shown by its shape alone. Leaves are read from
 ``AccumulateGrad.variable``, the root from the tensor itself.
 
@@ -172,10 +172,10 @@ class _Describer:
         if node is self.root.grad_fn:
             out = self.root
         else:
-            kept = getattr(node, "_out", None)      # (weakref to the output, a scalar's array)
-            if kept is not None:
-                out = kept[0]()
-                data = kept[1]
+            ref = getattr(node, "_out_ref", None)      # a weak reference to the output
+            if ref is not None:
+                out = ref()
+                data = getattr(node, "_out_scalar", None)    # a scalar output's array, kept
         if out is not None:
             data = out._data
         name = self.by_node.get(node) or (self.by_id.get(id(out)) if out is not None else None)

@@ -142,7 +142,7 @@ class GraphTask:
                         if node._retained and self.accumulate and (targets is None or node not in targets):
                             for t in node._retained:
                                 _stage(staged, t, g, create_graph)
-                        outs = self._validate(node, node.apply(g))
+                        outs = self._validate(node, node.apply(g), g)
                         ran.append(node)
                         if rec is not None:
                             rec.step(node, g, outs)
@@ -173,7 +173,7 @@ class GraphTask:
         return captured
 
     @staticmethod
-    def _validate(node, outs):
+    def _validate(node, outs, g):
         """Reduce broadcast gradients to each input's shape and check dtype (PyTorch's validate_outputs)."""
         if not isinstance(outs, tuple):
             outs = tuple(outs) if isinstance(outs, list) else (outs,)
@@ -194,7 +194,8 @@ class GraphTask:
                         f"which has shape {shape}, and it cannot be reduced to it") from e
                 fixed = fixed or list(outs)
                 fixed[i] = og
-            dt = node.input_dtypes[i]             # the input's NumPy dtype
+            dts = node.input_dtypes                # None: every input has the output's dtype
+            dt = g._data.dtype if dts is None else dts[i]     # the input's NumPy dtype
             if og._data.dtype != dt and dt.kind == "f":
                 fixed = fixed or list(outs)
                 fixed[i] = og.to(dtype=dt.name)

@@ -270,8 +270,12 @@ def apply(cls, *inputs, **params) -> Tensor:
             node._consts = tuple(t._data if e is None and t._data.ndim == 0 else None
                                  for t, e in zip(tensors, edges))
         node.input_shapes = tuple(t._data.shape for t in tensors)
-        node.input_dtypes = tuple(t._data.dtype for t in tensors)
-        node._out = (weakref.ref(out), out_arr if out_arr.ndim == 0 else None)  # graph() shows them
+        dt = out_arr.dtype
+        dts = tuple(t._data.dtype for t in tensors)
+        node.input_dtypes = None if all(d == dt for d in dts) else dts    # None: all the output's
+        node._out_ref = weakref.ref(out)                   # graph() shows outputs' values
+        if out_arr.ndim == 0:
+            node._out_scalar = out_arr
         if cls.save_output:
             node._saved = (node._saved or ()) + (SavedOutput(out),)
         out.grad_fn = node
