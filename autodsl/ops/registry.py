@@ -148,6 +148,16 @@ def result_dtype(values):
 
 def _promoted(cls, inputs):
     """Inputs as tensors of one dtype (over the op's ``promote`` positions)."""
+    if len(inputs) == 2 and cls.promote is True:
+        # the usual binary case first: x * y of one dtype, or x * 0.5 with a floating x
+        a, b = inputs
+        if type(a) is Tensor:
+            kind = a._data.dtype.kind
+            if type(b) is Tensor:
+                if a._data.dtype == b._data.dtype and (kind == "f" or not cls.floating):
+                    return [a, b]
+            elif type(b) is float and kind == "f" and a.device == "cpu":
+                return [a, Tensor(np.asarray(b, dtype=a._data.dtype), _device="cpu")]
     which = range(len(inputs)) if cls.promote is True else cls.promote
     # Fast path: tensors of one dtype, plus plain numbers that do not raise its category.
     np_dt = None
