@@ -109,7 +109,7 @@ class Tensor:
 
     def __len__(self) -> int:
         if self.ndim == 0:
-            raise TypeError_("len() of a 0-d tensor; it has no first dimension")
+            raise TypeError_("len() of a 0-d tensor (a single number) is not defined; use x.shape")
         return self._data.shape[0]
 
     # -- autograd state --------------------------------------------------------------
@@ -306,7 +306,8 @@ class Tensor:
 
     def __iter__(self):
         if self.ndim == 0:
-            raise TypeError_("cannot iterate over a 0-d tensor")
+            raise TypeError_("cannot loop over a 0-d tensor (a single number); use range(n) or a "
+                             "tensor with at least one dimension")
         for i in range(self._data.shape[0]):
             yield self[i]
 

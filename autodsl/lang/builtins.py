@@ -69,12 +69,8 @@ def make_builtins(get_out: Callable[[], Any] | None = None) -> dict[str, Callabl
     def len_(x) -> int:
         """The length of a tensor's first dimension, a shape, a list or a string."""
         from ..tensor import Tensor
-        if isinstance(x, Tensor):
-            if len(x.shape) == 0:
-                raise TypeError_("len() of a 0-d tensor (a single number) is not defined; use `x.shape`")
-            return x.shape[0]
-        if isinstance(x, (tuple, list, str, range)):
-            return len(x)
+        if isinstance(x, (Tensor, tuple, list, str, range)):
+            return len(x)               # a tensor's own __len__ explains a 0-d tensor
         raise TypeError_("len() needs a tensor, a shape, a list or a string")
 
     print_.__name__, range_.__name__, len_.__name__ = "print", "range", "len"

@@ -266,20 +266,17 @@ class Interpreter:
     def exec_For(self, stmt: A.For):
         self._check_private(stmt.var, "name")
         iterable = self.eval(stmt.iterable)
-        if isinstance(iterable, Tensor):
-            if len(iterable.shape) == 0:
-                raise self._attach(TypeError_("cannot loop over a 0-d tensor (a single number); "
-                                              "use `range(n)` or a tensor with at least one dimension"),
-                                   stmt.iterable)
-            items = (iterable[i] for i in range(iterable.shape[0]))
-        elif isinstance(iterable, (range, list, tuple)):
-            items = iter(iterable)
+        if isinstance(iterable, (Tensor, range, list, tuple)):
+            try:
+                items = iter(iterable)          # a tensor yields its rows (views), as in PyTorch
+                total = len(iterable)
+            except DSLError as e:
+                raise self._attach(e, stmt.iterable) from None
         else:
             raise self._attach(TypeError_(f"`for` needs a range, a list or a tensor to loop over, "
                                           f"not {describe(iterable)}"), stmt.iterable)
         scope = self.scope
         report = _LOOP_PROGRESS.get() if self.loop_depth == 0 else None
-        total = len(iterable) if isinstance(iterable, (range, list, tuple)) else iterable.shape[0]
         self.loop_depth += 1
         try:
             for done, item in enumerate(items, 1):
