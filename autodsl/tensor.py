@@ -305,11 +305,11 @@ class Tensor:
         return bool(self.item())
 
     def __iter__(self):
+        """The rows (views along the first dim); a TypeError_ at once for a 0-d tensor."""
         if self.ndim == 0:
             raise TypeError_("cannot loop over a 0-d tensor (a single number); use range(n) or a "
                              "tensor with at least one dimension")
-        for i in range(self._data.shape[0]):
-            yield self[i]
+        return (self[i] for i in range(self._data.shape[0]))
 
     __hash__ = object.__hash__
 
