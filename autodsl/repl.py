@@ -429,29 +429,15 @@ def _builtin_help(name: str, fn) -> str:
     """A built-in's signature and doc, spelled as the language spells things."""
     import inspect
     import re
+    from .lang.values import param_text
     try:
-        sig = inspect.signature(fn)
-        params = []
-        for p in sig.parameters.values():
-            if p.kind is p.VAR_POSITIONAL:
-                params.append(f"*{p.name}")
-            elif p.default is p.empty:
-                params.append(p.name)
-            else:
-                params.append(f"{p.name}={_dsl_literal(p.default)}")
-        text = f"({', '.join(params)})"
+        text = f"({param_text(inspect.signature(fn))})"
     except (TypeError, ValueError):
         text = "(...)"
     doc = inspect.cleandoc(fn.__doc__ or "(no documentation)")
     doc = doc.replace("``", "`").replace("::\n", ":\n")
     doc = re.sub(r"\b(True|False|None)\b", lambda m: m.group().lower(), doc)
     return f"{name}{text}\n{doc}"
-
-
-def _dsl_literal(v) -> str:
-    if v is None or isinstance(v, bool):
-        return {None: "none", True: "true", False: "false"}[v]
-    return repr(v).replace("'", '"')
 
 
 # ---- the prompt ------------------------------------------------------------------------

@@ -57,53 +57,39 @@ def _numpy(_mod, dtype, steps, batch):
     return run
 
 
-# --- autodsl -----------------------------------------------------------------
+# --- autodsl and PyTorch: the same eager training loop --------------------------
+
+def _eager(params, X, y, relu, ce, no_grad, steps):
+    def run():
+        ps = params()
+        W1, b1, W2, b2, W3, b3 = ps
+        for _ in range(steps):
+            h1 = relu(X @ W1 + b1)
+            h2 = relu(h1 @ W2 + b2)
+            loss = ce(h2 @ W3 + b3, y)
+            for p in ps:
+                p.grad = None
+            loss.backward()
+            with no_grad():
+                for p in ps:
+                    p -= LR * p.grad
+        return [p.grad.numpy() for p in ps]
+    return run
+
 
 def _autodsl(ad, dtype, steps, batch):
     X, y, init = problem(dtype, batch)
     adt = ad.float32 if dtype == np.float32 else ad.float64
-    Xt, yt = ad.tensor(X, dtype=adt), ad.tensor(y, dtype=ad.int64)
-    relu, ce = ad.relu, ad.cross_entropy
+    return _eager(lambda: [ad.tensor(p.copy(), requires_grad=True, dtype=adt) for p in init],
+                  ad.tensor(X, dtype=adt), ad.tensor(y, dtype=ad.int64), ad.relu, ad.cross_entropy,
+                  ad.no_grad, steps)
 
-    def run():
-        ps = [ad.tensor(p.copy(), requires_grad=True, dtype=adt) for p in init]
-        W1, b1, W2, b2, W3, b3 = ps
-        for _ in range(steps):
-            h1 = relu(Xt @ W1 + b1)
-            h2 = relu(h1 @ W2 + b2)
-            loss = ce(h2 @ W3 + b3, yt)
-            for p in ps:
-                p.grad = None
-            loss.backward()
-            with ad.no_grad():
-                for p in ps:
-                    p -= LR * p.grad
-        return [p.grad.numpy() for p in ps]
-    return run
-
-
-# --- PyTorch -----------------------------------------------------------------
 
 def _torch(torch, dtype, steps, batch):
     X, y, init = problem(dtype, batch)
-    Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
-    relu, ce = torch.relu, torch.nn.functional.cross_entropy
-
-    def run():
-        ps = [torch.tensor(p, requires_grad=True) for p in init]
-        W1, b1, W2, b2, W3, b3 = ps
-        for _ in range(steps):
-            h1 = relu(Xt @ W1 + b1)
-            h2 = relu(h1 @ W2 + b2)
-            loss = ce(h2 @ W3 + b3, yt)
-            for p in ps:
-                p.grad = None
-            loss.backward()
-            with torch.no_grad():
-                for p in ps:
-                    p -= LR * p.grad
-        return [p.grad.numpy() for p in ps]
-    return run
+    return _eager(lambda: [torch.tensor(p, requires_grad=True) for p in init],
+                  torch.from_numpy(X), torch.from_numpy(y), torch.relu,
+                  torch.nn.functional.cross_entropy, torch.no_grad, steps)
 
 
 # --- HIPS autograd -----------------------------------------------------------
