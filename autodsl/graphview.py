@@ -446,11 +446,19 @@ def dot(x, file=None, names=None) -> str:
         warnings.warn(f"Graphviz's dot program was not found, so {path} was not drawn; the graph is in "
                       f"{dot_path}. To draw it, {_INSTALL_HINT}", UserWarning, stacklevel=2)
         return str(dot_path)
+    # Draw into a temporary file next to the target and rename it at the end, so an
+    # interrupted or failed run never leaves a half-written picture.
+    partial = path.with_name(f".{path.name}.partial")
     try:
-        proc = subprocess.run([exe, f"-T{ext}", str(dot_path), "-o", str(path)],
+        proc = subprocess.run([exe, f"-T{ext}", str(dot_path), "-o", str(partial)],
                               capture_output=True, text=True, timeout=300, check=False)
+        if proc.returncode == 0:
+            os.replace(partial, path)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise RuntimeError_(f"dot(): running Graphviz on {dot_path} failed ({e}); the DOT text is in {dot_path}") from None
+    finally:
+        if partial.exists():
+            partial.unlink()
     if proc.returncode != 0:
         why = (proc.stderr or "").strip().splitlines()
         raise RuntimeError_(f"dot(): Graphviz could not draw {path}" + (f": {why[0]}" if why else "")
@@ -459,7 +467,12 @@ def dot(x, file=None, names=None) -> str:
 
 
 def _write(path: Path, text: str) -> None:
+    partial = path.with_name(f".{path.name}.partial")
     try:
-        path.write_text(text, encoding="utf-8")
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)            # all or nothing, even when interrupted
     except OSError as e:
         raise RuntimeError_(f"dot(): cannot write {path}: {e.strerror or e}") from None
+    finally:
+        if partial.exists():
+            partial.unlink()

@@ -73,8 +73,12 @@ class Tensor:
     # -- basic properties -----------------------------------------------------------
     @property
     def data(self) -> "Tensor":
-        """An alias of the same storage that does not require grad (like ``detach()``)."""
-        return self.detach()
+        """The same storage without history or version counter (PyTorch's ``.data``).
+
+        Unlike ``detach()``, an in-place write through it is not seen by the
+        saved-tensor check, exactly as in PyTorch; prefer ``detach()``.
+        """
+        return Tensor(self._data, _device=self.device)
 
     @property
     def shape(self) -> tuple:

@@ -336,3 +336,29 @@ def test_ieee_results_without_warnings_even_when_numpy_would_raise():
         np.testing.assert_array_equal(x.grad.numpy(), [np.inf, np.inf])
         s = ad.Session(echo=False)
         assert s.run("log(tensor(0.0))").item() == -np.inf
+
+
+def test_data_shares_storage_but_not_the_version_counter():
+    x = T([1.0, 2.0], requires_grad=True)
+    y = x * x
+    y.data[0] = 5.0                         # as PyTorch: seen by y, not by the version check
+    assert y.tolist() == [5.0, 4.0] and y.version == 0
+    d = y.detach()
+    d[1] = 7.0                              # detach() shares the counter
+    assert y.version == 1
+
+
+def test_dot_writes_all_or_nothing(tmp_path, monkeypatch):
+    from autodsl import graphview
+    target = tmp_path / "g.dot"
+    target.write_text("old")
+    real = type(target).write_text
+
+    def failing_write(self, *a, **k):
+        real(self, "half")
+        raise KeyboardInterrupt
+    monkeypatch.setattr(type(target), "write_text", failing_write)
+    with pytest.raises(KeyboardInterrupt):
+        graphview.dot(T(1.0, requires_grad=True) * 2, str(target))
+    monkeypatch.undo()
+    assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["g.dot"]
