@@ -55,6 +55,8 @@ class Tensor:
     __array_priority__ = 1000  # numpy scalars defer to our dunders
 
     def __init__(self, data, requires_grad: bool = False, *, _device: str | None = None):
+        if isinstance(data, np.generic):    # 0-d arithmetic gives NumPy scalars: keep arrays
+            data = np.asarray(data)
         self._data = data
         self._version = [0]
         self._base = None
@@ -218,7 +220,7 @@ class Tensor:
             return (g.clone() if old is None else old + g), None
         if old is None:
             return Tensor(g._data.copy(), _device=g.device), None
-        if old._requires_grad or not getattr(old._data, "flags", None) or not old._data.flags.writeable:
+        if not getattr(old._data, "flags", None) or not old._data.flags.writeable:
             return Tensor(old._data + g._data, _device=g.device), None
         return old, old._data + g._data
 

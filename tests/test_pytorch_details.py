@@ -362,3 +362,78 @@ def test_dot_writes_all_or_nothing(tmp_path, monkeypatch):
         graphview.dot(T(1.0, requires_grad=True) * 2, str(target))
     monkeypatch.undo()
     assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["g.dot"]
+
+
+# -- found by differential fuzzing against PyTorch ------------------------------------------------
+
+def test_write_through_a_view_made_before_its_base_changed():
+    c = T([1.0, 2.0, 3.0], requires_grad=True)
+    v2 = c * 1.0
+    v3 = v2[1:]                 # made before the next line gives v2 a new history
+    v2.mul_(2.0)
+    v3.mul_(3.0)                # v2 = [2c0, 6c1, 6c2]
+    v2.sum().backward()
+    np.testing.assert_array_equal(c.grad.numpy(), [2.0, 6.0, 6.0])
+
+
+def test_only_the_needed_inputs_are_saved():
+    c = T(2.0, requires_grad=True)
+    v = c * 1.0
+    w = v * 2                   # 2 needs no gradient, so v is not saved
+    v.add_(1.0)
+    w.backward()
+    assert c.grad.item() == 2.0
+    x = T([1.0, 2.0], requires_grad=True)
+    y = ad.pow(x, 2.0)          # a constant exponent: the output is not saved
+    y += 1.0
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 4.0])
+
+
+def test_p_norm_of_the_zero_vector_has_gradient_zero():
+    x = T([0.0, 0.0], requires_grad=True)
+    x.norm(p=3).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0])
+    y = T([1.0, -2.0], requires_grad=True)
+    y.norm(p=3).backward()
+    n = (1 + 8) ** (1 / 3)
+    np.testing.assert_allclose(y.grad.numpy(), [1 / n ** 2, -4 / n ** 2])   # sign(x)|x|^2 / n^2
+
+
+def test_scalar_in_place_through_an_empty_index():
+    c = T(1.5, requires_grad=True)
+    v = c * c
+    v[()] += c                  # v = c^2 + c
+    v.backward()
+    assert v.item() == 3.75 and c.grad.item() == 4.0
+
+
+def test_softmax_of_a_0d_tensor():
+    x = T(1.5, requires_grad=True)
+    y = ad.log_softmax(x, 0)
+    y.backward()
+    assert (y.item(), x.grad.item()) == (0.0, 0.0)
+    assert ad.softmax(T(1.5), -1).item() == 1.0
+
+
+def test_leaf_that_stopped_requiring_grad_gets_none():
+    a = T([1.0, 2.0], requires_grad=True)
+    v = a * 2
+    a.requires_grad_(False)
+    v.sum().backward()
+    assert a.grad is None
+
+
+def test_accumulating_into_a_grad_with_a_graph_keeps_it():
+    a = T(3.0, requires_grad=True)
+    (a * a).backward(create_graph=True)
+    (a * 2).backward()
+    assert a.grad.item() == 8.0 and a.grad.requires_grad
+
+
+def test_stack_and_cat_give_contiguous_results():
+    a = T([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    s = ad.stack([a.T, a.T])
+    v = s.reshape(-1)           # a view, as in PyTorch
+    s *= 0.0
+    assert v.sum().item() == 0.0

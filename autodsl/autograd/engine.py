@@ -134,7 +134,8 @@ class GraphTask:
                                 rec.accumulate(node, targets[node], g)
                         else:
                             captured[node] = g
-                    elif is_acc and targets is None:
+                    elif is_acc and targets is None and node.variable._requires_grad:
+                        # (a leaf set to requires_grad=false after use gets nothing, as in PyTorch)
                         _stage(staged, node.variable, g, create_graph)
                         if rec is not None:
                             rec.accumulate(node, node.variable, g)

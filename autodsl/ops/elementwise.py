@@ -41,8 +41,10 @@ class Mul(Op):
     """a * b, broadcasting."""
     promote = True
     def forward(self, a, b):
-        x, y = self.inputs
-        self.save_for_backward(x, y)
+        if self._record:        # torch: keep y only for x's gradient and x only for y's
+            x, y = self.inputs
+            na, nb = self.needs_input_grad
+            self.save_for_backward(x if nb else None, y if na else None)
         return a * b
 
     def backward(self, g):
@@ -57,8 +59,9 @@ class Div(Op):
     promote = True
     floating = True
     def forward(self, a, b):
-        x, y = self.inputs
-        self.save_for_backward(x, y)
+        if self._record:        # y is needed for both gradients, x only for y's
+            x, y = self.inputs
+            self.save_for_backward(x if self.needs_input_grad[1] else None, y)
         return a / b
 
     def backward(self, g):
@@ -88,13 +91,16 @@ class Pow(Op):
     def forward(self, a, b):
         x, y = self.inputs
         self.save_for_backward(x, y)
+        if self._record and not self.needs_input_grad[1]:
+            self.save_output = False       # x^c: the output is needed only for the exponent's gradient
         if a.dtype.kind in "iub" and b.dtype.kind in "iub" and (b < 0).any():
             raise ValueError_("integers to negative integer powers are not allowed (the result is not "
                               "an integer); use a floating base, e.g. tensor(..., dtype=float64)")
         return a ** b
 
     def backward(self, g):
-        x, y, out = self.saved_tensors
+        x, y, *rest = self.saved_tensors
+        out = rest[0] if rest else None
         na, nb = self.needs_input_grad
         ga = gb = None
         if na:
@@ -370,7 +376,7 @@ class Minimum(Op):
 class Clone(Op):
     """A copy with its own storage (still in the graph)."""
     def forward(self, a):
-        return a.copy()
+        return a.copy(order="K")      # torch: the clone keeps the memory layout
 
     def backward(self, g):
         return (g,)

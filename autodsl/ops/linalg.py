@@ -15,7 +15,10 @@ class Matmul(Op):
     def forward(self, a, b):
         if a.ndim == 0 or b.ndim == 0:
             raise ShapeError("matmul needs tensors with at least one dim; use * for scalars")
-        self.save_for_backward(*self.inputs)
+        if self._record:        # torch: b only for a's gradient, a only for b's
+            x, y = self.inputs
+            na, nb = self.needs_input_grad
+            self.save_for_backward(x if nb else None, y if na else None)
         try:
             return a @ b
         except ValueError:
@@ -26,24 +29,25 @@ class Matmul(Op):
                              f"dim of the right ({k2})") from None
 
     def backward(self, g):
-        x, y = self.saved_tensors
+        x, y = self.saved_tensors            # None where that gradient is not needed
         na, nb = self.needs_input_grad
+        xs, ys = self.input_shapes
         # Lift 1-D operands to matrices, use dA = G B^T and dB = A^T G, then drop the
         # lifted dims again; batch dims broadcast, so reduce them to each operand's shape.
-        x2 = x.unsqueeze(0) if x.ndim == 1 else x
-        y2 = y.unsqueeze(-1) if y.ndim == 1 else y
+        xs2 = (1,) + xs if len(xs) == 1 else xs
+        ys2 = ys + (1,) if len(ys) == 1 else ys
         g2 = g
-        if x.ndim == 1 and y.ndim == 1:
+        if len(xs) == 1 and len(ys) == 1:
             g2 = g2.reshape(1, 1)        # dot product: g is 0-d
-        elif x.ndim == 1:
+        elif len(xs) == 1:
             g2 = g2.unsqueeze(-2)
-        elif y.ndim == 1:
+        elif len(ys) == 1:
             g2 = g2.unsqueeze(-1)
         ga = gb = None
         if na:
-            ga = sum_to(matmul(g2, y2.transpose(-1, -2)), x2.shape).reshape(x.shape)
+            ga = sum_to(matmul(g2, y.reshape(ys2).transpose(-1, -2)), xs2).reshape(xs)
         if nb:
-            gb = sum_to(matmul(x2.transpose(-1, -2), g2), y2.shape).reshape(y.shape)
+            gb = sum_to(matmul(x.reshape(xs2).transpose(-1, -2), g2), ys2).reshape(ys)
         return ga, gb
 
 

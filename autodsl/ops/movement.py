@@ -104,6 +104,8 @@ class Expand(Op):
         if lead < 0:
             raise ShapeError(f"cannot expand shape {a.shape} to fewer dims {shape}")
         shape = tuple(a.shape[i - lead] if n == -1 and i >= lead else n for i, n in enumerate(shape))
+        if shape == a.shape:
+            return a[...]          # nothing to broadcast: a plain (writable) view, as in torch
         try:
             return namespace_of(a).broadcast_to(a, shape)
         except ValueError:
@@ -125,7 +127,8 @@ class Cat(Op):
         self.dim = d
         self.sizes = [a.shape[d] for a in arrays]
         try:
-            return namespace_of(arrays[0]).concatenate(arrays, axis=d)
+            xp = namespace_of(arrays[0])
+            return xp.ascontiguousarray(xp.concatenate(arrays, axis=d))   # torch: a contiguous result
         except ValueError:
             raise ShapeError(f"cat along dim {d}: shapes {[a.shape for a in arrays]} must match except "
                              f"in dim {d}") from None
@@ -151,7 +154,8 @@ class Stack(Op):
         self.dim = d
         if any(a.shape != arrays[0].shape for a in arrays):
             raise ShapeError(f"stack needs tensors of one shape, got {[a.shape for a in arrays]}")
-        return namespace_of(arrays[0]).stack(arrays, axis=d)
+        xp = namespace_of(arrays[0])
+        return xp.ascontiguousarray(xp.stack(arrays, axis=d))           # torch: a contiguous result
 
     def backward(self, g):
         lead = (slice(None),) * self.dim

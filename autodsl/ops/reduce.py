@@ -225,6 +225,26 @@ class Norm(_Reduction):
         return (where(o == 0, 0.0, self._spread(g) * x / o),)   # torch: 0 at the zero vector
 
 
+@defop("pnorm", node_name="NormBackward", public=False)
+class PNorm(_Reduction):
+    """(sum |a|^p)^(1/p) over dim, for p other than 1, 2 and inf."""
+    save_output = True
+
+    def forward(self, a, p, dim=None, keepdim=False):
+        axes = self._setup(a, dim, keepdim)
+        self.p = p
+        self.save_for_backward(self.inputs[0])
+        xp = namespace_of(a)
+        return (xp.abs(a) ** p).sum(axis=axes, keepdims=keepdim) ** (1.0 / p)
+
+    def backward(self, g):
+        x, out = self.saved_tensors
+        from .elementwise import abs as _abs, sign, where  # noqa: PLC0415
+        o = self._spread(out)
+        grad = self._spread(g) * sign(x) * _abs(x) ** (self.p - 1) / o ** (self.p - 1)
+        return (where(o == 0, 0.0, grad),)      # torch: 0 at the zero vector
+
+
 @defop("var")
 class Var(_Reduction):
     """Variance over dim with Bessel's correction (correction=1) unless told otherwise."""
@@ -302,8 +322,12 @@ class Softmax(Op):
     save_output = True
 
     def forward(self, a, dim):
-        (self.axis,) = _axes(dim, a.ndim) or (0,)
         xp = namespace_of(a)
+        if a.ndim == 0:                  # one element: softmax is 1 (torch accepts dim 0 / -1)
+            _axes(dim, 0)
+            self.axis = None
+            return xp.ones_like(a)
+        (self.axis,) = _axes(dim, a.ndim)
         m = a.max(axis=self.axis, keepdims=True)
         m = xp.where(xp.isfinite(m), m, 0)
         e = xp.exp(a - m)
@@ -320,7 +344,11 @@ class LogSoftmax(Op):
     save_output = True
 
     def forward(self, a, dim):
-        (self.axis,) = _axes(dim, a.ndim) or (0,)
+        if a.ndim == 0:                  # one element: log_softmax is 0
+            _axes(dim, 0)
+            self.axis = None
+            return namespace_of(a).zeros_like(a)
+        (self.axis,) = _axes(dim, a.ndim)
         return a - _logsumexp(a, (self.axis,), True)
 
     def backward(self, g):
@@ -406,9 +434,9 @@ def norm(input, p=2, dim=None, keepdim=False):
         return sum(_abs(input), dim=dim, keepdim=keepdim)
     if p == float("inf"):
         return amax(_abs(input), dim=dim, keepdim=keepdim)
-    if not isinstance(p, (int, float)) or p <= 0:
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or p <= 0:
         raise ValueError_(f"norm: p must be a positive number or inf, not {p!r}")
-    return sum(_abs(input) ** p, dim=dim, keepdim=keepdim) ** (1.0 / p)
+    return apply(PNorm, input, p=float(p), dim=dim, keepdim=keepdim)
 
 
 def var(input, dim=None, keepdim=False, correction=1, unbiased=None):

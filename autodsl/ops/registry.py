@@ -246,6 +246,10 @@ def apply(cls, *inputs, **params) -> Tensor:
     node._record = record
     node._saved = None
     node.inputs = tensors
+    if record:      # before forward, so that forward saves only what the needed gradients use
+        node.next_edges = tuple(
+            t._gradient_edge() if t._requires_grad and (diff is None or i in diff) else None
+            for i, t in enumerate(tensors))
     try:
         if quiet_depth[0]:        # inside a Session run or a backward: IEEE results already set
             out_arr = node.forward(*[t._data for t in tensors], **params)
@@ -273,9 +277,7 @@ def apply(cls, *inputs, **params) -> Tensor:
         node._retained = None
         node.seq_nr = next_seq_nr()
         node.pos = SOURCE_POS.get()
-        node.next_edges = edges = tuple(
-            t._gradient_edge() if t._requires_grad and (diff is None or i in diff) else None
-            for i, t in enumerate(tensors))
+        edges = node.next_edges
         if None in edges:     # graph() shows the value of a scalar constant input (x * 0.5)
             node._consts = tuple(t._data if e is None and t._data.ndim == 0 else None
                                  for t, e in zip(tensors, edges))
@@ -286,7 +288,7 @@ def apply(cls, *inputs, **params) -> Tensor:
         node._out_ref = weakref.ref(out)                   # graph() shows outputs' values
         if out_arr.ndim == 0:
             node._out_scalar = out_arr
-        if cls.save_output:
+        if node.save_output:
             node._saved = (node._saved or ()) + (SavedOutput(out),)
         out.grad_fn = node
         out._requires_grad = True
@@ -316,6 +318,8 @@ def inplace(fn, target: Tensor, *args, what: str = "in-place operation") -> Tens
     grad mode is on; bumps the version counter; when recording, the target's
     history becomes the new node (its old value is kept for backward).
     """
+    if target._base is not None and target._base_gen != target._base._gen:
+        _refresh_view(target)           # a view made before its base's last in-place op
     recording = grad_mode.is_grad_enabled() and target.dtype.is_floating and (
         target._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args))
     base = target._base
