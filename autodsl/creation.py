@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from . import backend
 from .backend import seed
-from .errors import DTypeError, ShapeError, TypeError_, ValueError_
-from .tensor import Tensor
+from .errors import DTypeError, ShapeError, ValueError_
+from .tensor import Tensor, array_from_data
 
 __all__ = ["tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "rand", "randn",
            "arange", "linspace", "eye", "seed"]
@@ -35,34 +35,6 @@ def _size(size):
     return tuple(out)
 
 
-def _flatten_check(data):
-    """Reject ragged lists with a clear message; return True if any element is a float."""
-    stack = [data]
-    has_float = False
-    while stack:
-        v = stack.pop()
-        if isinstance(v, (list, tuple)):
-            lens = {len(x) if isinstance(x, (list, tuple)) else -1 for x in v}
-            if len(lens) > 1:
-                raise ShapeError("the nested lists have different lengths (a ragged list); "
-                                 "every row must have the same number of elements")
-            stack.extend(v)
-        elif isinstance(v, Tensor):
-            if v.ndim:
-                raise TypeError_("tensor(...) takes numbers or nested lists of numbers; "
-                                 "use stack([...]) to combine tensors")
-            has_float = has_float or v.dtype.is_floating
-        elif isinstance(v, bool):
-            continue
-        elif isinstance(v, int):
-            continue
-        elif isinstance(v, float):
-            has_float = True
-        else:
-            raise TypeError_(f"tensor(...) takes numbers or nested lists of numbers, not {type(v).__name__}")
-    return has_float
-
-
 def tensor(data, requires_grad=False, dtype=None, device=None):
     """A new leaf tensor from a number or nested lists (copied).
 
@@ -75,32 +47,13 @@ def tensor(data, requires_grad=False, dtype=None, device=None):
     """
     device = backend.check_device(device)
     if isinstance(data, Tensor):
-        arr = backend.to_host(data._data)
-        dt = data.dtype if dtype is None else backend.as_dtype(dtype)
-        return _finish(backend.asarray(arr, dt, device).copy(), device, requires_grad)
+        data = data._data
     if hasattr(data, "dtype") and hasattr(data, "shape"):     # a NumPy/CuPy array keeps its dtype
         host = backend.to_host(data)
         dt = backend.as_dtype(host.dtype) if dtype is None else backend.as_dtype(dtype)
         return _finish(backend.asarray(host, dt, device).copy(), device, requires_grad)
-    _flatten_check(data)
-    if dtype is None:
-        probe = backend.asarray(_plain(data), None, "cpu")
-        dt = backend.bool_ if probe.dtype.kind == "b" else backend.get_default_dtype()
-    else:
-        dt = backend.as_dtype(dtype)
-    try:
-        arr = backend.asarray(_plain(data), dt, device)
-    except (ValueError, OverflowError) as e:
-        raise ValueError_(f"cannot make a {dt.name} tensor from this data: {e}") from None
-    return _finish(arr, device, requires_grad)
-
-
-def _plain(data):
-    if isinstance(data, Tensor):
-        return data.item()
-    if isinstance(data, (list, tuple)):
-        return [_plain(x) for x in data]
-    return data
+    dt = None if dtype is None else backend.as_dtype(dtype)
+    return _finish(array_from_data(data, dt, device), device, requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):

@@ -13,12 +13,7 @@ import numpy as np
 from .tensor import Tensor
 from .textfmt import format_array, format_number
 
-__all__ = ["format_array", "format_number", "format_tensor", "format_value"]
-
-
-def format_tensor(t: Tensor, style: str = "dsl") -> str:
-    """A tensor as the REPL prints it (see ``Tensor.__repr__``)."""
-    return t._format(style)
+__all__ = ["format_array", "format_number", "format_value"]
 
 
 def format_value(v, style: str = "dsl") -> str:

@@ -23,7 +23,7 @@ from .autograd.node import AccumulateGrad
 from .errors import AutogradError, DeviceError, IndexError_, DTypeError, ShapeError, TypeError_, ValueError_
 from .textfmt import format_tensor_parts
 
-__all__ = ["Tensor", "as_tensor", "make_seeds", "run_backward", "PUBLIC_ATTRIBUTES", "PUBLIC_METHODS"]
+__all__ = ["Tensor", "as_tensor", "array_from_data", "make_seeds", "run_backward", "PUBLIC_ATTRIBUTES", "PUBLIC_METHODS"]
 
 # What the language may read on a tensor; the op registry adds its methods to
 # PUBLIC_METHODS. Anything else is unreachable from a script.
@@ -405,6 +405,55 @@ def _norm_dim(dim, ndim: int) -> int:
     return d % n
 
 
+def array_from_data(data, dtype, device: str):
+    """A backend array from a number or nested lists of numbers (0-d tensors allowed inside).
+
+    Without ``dtype``, numbers give the default float dtype and true/false give
+    bool, as ``tensor()`` promises. Raises ShapeError for ragged lists and
+    TypeError_ for anything that is not a number.
+    """
+    plain = _plain_numbers(data)
+    if dtype is None:
+        probe = backend.asarray(plain, None, "cpu")
+        dtype = backend.bool_ if probe.dtype.kind == "b" else backend.get_default_dtype()
+    try:
+        return backend.asarray(plain, dtype, device)
+    except (ValueError, OverflowError) as e:
+        raise ValueError_(f"cannot make a {dtype.name} tensor from this data: {e}") from None
+
+
+def _plain_numbers(data):
+    """Nested lists with 0-d tensors replaced by numbers; checked for raggedness. No recursion."""
+    if not isinstance(data, (list, tuple)):
+        return _number(data)
+    root = []
+    stack = [(data, root)]
+    while stack:
+        src, dst = stack.pop()
+        if len({len(x) if isinstance(x, (list, tuple)) else -1 for x in src}) > 1:
+            raise ShapeError("the nested lists have different lengths (a ragged list); "
+                             "every row must have the same number of elements")
+        for x in src:
+            if isinstance(x, (list, tuple)):
+                inner = []
+                dst.append(inner)
+                stack.append((x, inner))
+            else:
+                dst.append(_number(x))
+    return root
+
+
+def _number(x):
+    if isinstance(x, Tensor):
+        if x.ndim:
+            raise TypeError_("tensor(...) takes numbers or nested lists of numbers; "
+                             "use stack([...]) to combine tensors")
+        return x.item()
+    if isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating)):
+        return x
+    raise TypeError_(f"tensor(...) takes numbers or nested lists of numbers, not {type(x).__name__}")
+
+
 def as_tensor(value, like: Tensor | None = None) -> Tensor:
     """Turn a Tensor, Python number, bool or nested list into a Tensor.
 
@@ -422,14 +471,7 @@ def as_tensor(value, like: Tensor | None = None) -> Tensor:
     elif isinstance(value, (float, np.floating)):
         dt = like.dtype if like is not None and like.dtype.is_floating else backend.get_default_dtype()
     elif isinstance(value, (list, tuple)):
-        try:
-            arr = backend.asarray(value, None, device)
-        except ValueError:
-            raise ShapeError("the nested lists have different lengths (a ragged list); "
-                             "every row must have the same number of elements") from None
-        if arr.dtype.kind not in "bf":
-            arr = arr.astype(backend.get_default_dtype().np)   # number literals are floats, as in tensor()
-        return Tensor(arr, _device=device)
+        return Tensor(array_from_data(value, None, device), _device=device)
     elif isinstance(value, np.ndarray):
         return Tensor(backend.asarray(value, backend.as_dtype(value.dtype), device), _device=device)
     else:

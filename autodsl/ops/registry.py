@@ -14,6 +14,7 @@ An op class subclasses ``Op`` (a graph ``Node``) and defines
 """
 from __future__ import annotations
 
+import contextlib
 import weakref
 
 import numpy as np
@@ -227,11 +228,10 @@ def _to_tensors(inputs):
 def apply(cls, *inputs, **params) -> Tensor:
     """Run op ``cls`` on ``inputs`` (Tensors or numbers) and record its node when needed."""
     tensors = _promoted(cls, inputs) if cls.promote else _to_tensors(inputs)
+    device = tensors[0].device if tensors else backend.get_default_device()
     for t in tensors:
         if t._base is not None and t._base_gen != t._base._gen:
             _refresh_view(t)
-    device = tensors[0].device if tensors else backend.get_default_device()
-    for t in tensors:
         if t.device != device:
             raise DeviceError(f"{cls.op_name}: tensors on different devices ({device} and {t.device}); "
                               "move them to one device with .to(\"cpu\") or .to(\"cuda\")")
@@ -260,9 +260,8 @@ def apply(cls, *inputs, **params) -> Tensor:
         raise
     except (ValueError, IndexError, TypeError) as e:
         raise _translate(cls, tensors, e) from None
-    if not hasattr(out_arr, "shape") or isinstance(out_arr, np.generic):
-        out_arr = backend.xp(device).asarray(out_arr)
-    out = Tensor(out_arr, _device=device)
+    out = Tensor(out_arr)      # its device from the array (to(): another one); a NumPy scalar -> 0-d array
+    out_arr = out._data
     if cls.view and tensors and backend.may_share_memory(out_arr, tensors[0]._data):
         src = tensors[0]
         out._version = src._version
@@ -490,16 +489,10 @@ def to_op(x: Tensor, device=None, dtype=None) -> Tensor:
     dt = None if dtype is None else backend.as_dtype(dtype)
     if dev == x.device and (dt is None or dt is x.dtype):
         return x
-    if dt is not None and not dt.is_floating and x.requires_grad and grad_mode.is_grad_enabled():
-        with grad_mode.no_grad():
-            return _to_device_out(x, dev, dt)
-    return _to_device_out(x, dev, dt)
-
-
-def _to_device_out(x, dev, dt):
-    out = apply(ToCopy, x, dtype=dt, device=dev)
-    out.device = dev
-    return out
+    # an integer or bool copy cannot require grad: make it outside the graph
+    recordable = dt is None or dt.is_floating
+    with contextlib.nullcontext() if recordable else grad_mode.no_grad():
+        return apply(ToCopy, x, dtype=dt, device=dev)
 
 
 def install(names_to_functions: dict, *, properties: dict | None = None) -> None:

@@ -105,13 +105,8 @@ def _numeric(fn, inputs, wrt, v, eps):
     return result
 
 
-def gradcheck(fn, inputs, wrt=None, *, eps=EPS, atol=ATOL, rtol=RTOL, seed=0):
-    """Check fn's first derivatives; returns True or raises GradcheckError.
-
-    ``fn(*tensors) -> Tensor``; ``inputs``: NumPy arrays (float ones are
-    differentiable) or other values; ``wrt``: indices to check (default: all
-    floating inputs).
-    """
+def _prepare(fn, inputs, wrt, seed):
+    """float64 inputs, the indices to check, a seeded generator and a random output direction v."""
     inputs = [np.array(x, dtype=np.float64) if isinstance(x, float) else x for x in inputs]
     inputs = [x.astype(np.float64, copy=False) if isinstance(x, np.ndarray) and x.dtype.kind == "f" else x
               for x in inputs]
@@ -119,7 +114,17 @@ def gradcheck(fn, inputs, wrt=None, *, eps=EPS, atol=ATOL, rtol=RTOL, seed=0):
     _check_no_alias(inputs, wrt)
     rng = np.random.default_rng(seed)
     probe = fn(*[to_ad(x) for x in inputs])
-    v = rng.standard_normal(probe.shape)
+    return inputs, wrt, rng, rng.standard_normal(probe.shape)
+
+
+def gradcheck(fn, inputs, wrt=None, *, eps=EPS, atol=ATOL, rtol=RTOL, seed=0):
+    """Check fn's first derivatives; returns True or raises GradcheckError.
+
+    ``fn(*tensors) -> Tensor``; ``inputs``: NumPy arrays (float ones are
+    differentiable) or other values; ``wrt``: indices to check (default: all
+    floating inputs).
+    """
+    inputs, wrt, rng, v = _prepare(fn, inputs, wrt, seed)
     out, ts, grads = _analytic(fn, inputs, wrt, v)
     numeric = _numeric(fn, inputs, wrt, v, eps)
     for k, i in enumerate(wrt):
@@ -171,13 +176,7 @@ def gradgradcheck(fn, inputs, wrt=None, *, eps=EPS, atol=ATOL, rtol=RTOL, seed=0
 def directional_check(fn, inputs, wrt=None, *, eps=EPS, atol=ATOL, rtol=RTOL, seed=0):
     """HIPS-style check for larger inputs: one random direction ``d`` over all inputs at once,
     comparing ``sum_i <grad_i, d_i>`` with ``(f(x + eps d) - f(x - eps d)) · v / (2 eps)``."""
-    inputs = [x.astype(np.float64, copy=False) if isinstance(x, np.ndarray) and x.dtype.kind == "f" else x
-              for x in inputs]
-    wrt = _float_indices(inputs) if wrt is None else list(wrt)
-    _check_no_alias(inputs, wrt)
-    rng = np.random.default_rng(seed)
-    probe = fn(*[to_ad(x) for x in inputs])
-    v = rng.standard_normal(probe.shape)
+    inputs, wrt, rng, v = _prepare(fn, inputs, wrt, seed)
     ds = {i: rng.standard_normal(inputs[i].shape) for i in wrt}
     _, _, grads = _analytic(fn, inputs, wrt, v)
     analytic = sum(0.0 if g is None else float(np.sum(_as_np(g) * ds[i])) for g, i in zip(grads, wrt))
