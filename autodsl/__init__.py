@@ -12,14 +12,19 @@ from .creation import (arange, eye, full, linspace, ones, ones_like, rand, randn
                        zeros, zeros_like)
 from .errors import (AutogradError, DeviceError, DSLError, DTypeError, IndexError_, NameError_,
                      ParseError, RuntimeError_, ShapeError, TypeError_, ValueError_)
+from .autograd_functional import hessian, hvp, jacobian, jvp, vhp, vjp
+from .checks import check, gradcheck, gradgradcheck
 from .functional import grad
 from .graphview import dot, graph
+from .stepping import step
+from .explain import explain
 from .inspect import info
 from .ops import REGISTRY
 from .ops.compare import all, any, eq, ge, gt, le, logical_and, logical_not, logical_or, lt, ne  # noqa: A004
 from .ops.elementwise import (abs, add, clamp, clone, cos, div, exp, log, maximum, minimum, mul,  # noqa: A004
                               neg, pow, relu, sigmoid, sign, sin, sqrt, sub, tan, tanh, where)
 from .ops.linalg import matmul
+from .plotting import plot
 from .ops.loss import cross_entropy, mse_loss, nll_loss
 from .ops.movement import (cat, expand, flatten, getitem, index_put, permute, reshape, squeeze,
                            stack, transpose, unsqueeze, view)
@@ -60,8 +65,11 @@ __all__ = [
     "matmul", "mse_loss", "nll_loss", "cross_entropy",
     # autograd
     "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+    "jacobian", "hessian", "vjp", "jvp", "hvp", "vhp",
+    # checking a derivative
+    "check", "gradcheck", "gradgradcheck",
     # seeing what happens
-    "info", "trace", "last_trace", "graph", "dot",
+    "info", "trace", "last_trace", "graph", "dot", "plot", "step", "explain",
     # embedding
     "Session", "REGISTRY",
     # errors

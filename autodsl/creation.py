@@ -8,6 +8,7 @@ from __future__ import annotations
 from . import backend
 from .backend import seed
 from .errors import DTypeError, ShapeError, ValueError_
+from .autograd.node import SOURCE_POS, caller_pos
 from .tensor import Tensor, array_from_data
 
 __all__ = ["tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "rand", "randn",
@@ -18,8 +19,16 @@ def _dtype(dtype):
     return backend.get_default_dtype() if dtype is None else backend.as_dtype(dtype)
 
 
+def _make(fn: str, device: str, dt, *args):
+    """``xp.<fn>(*args, dtype=...)`` in the namespace of ``device`` (zeros, ones, arange...)."""
+    xp = backend.xp(device)
+    return getattr(xp, fn)(*args, dtype=backend.native_dtype(dt, xp))
+
+
 def _finish(arr, device, requires_grad):
-    return Tensor(arr, requires_grad=requires_grad, _device=device)
+    t = Tensor(arr, requires_grad=requires_grad, _device=device)
+    t._pos = SOURCE_POS.get() or caller_pos()
+    return t
 
 
 def _size(size):
@@ -51,7 +60,8 @@ def tensor(data, requires_grad=False, dtype=None, device=None):
     if hasattr(data, "dtype") and hasattr(data, "shape"):     # a NumPy/CuPy array keeps its dtype
         host = backend.to_host(data)
         dt = backend.as_dtype(host.dtype) if dtype is None else backend.as_dtype(dtype)
-        return _finish(backend.asarray(host, dt, device).copy(), device, requires_grad)
+        arr = backend.contiguous(backend.asarray(host, dt, device, copy=True))   # a C-order copy
+        return _finish(arr, device, requires_grad)
     dt = None if dtype is None else backend.as_dtype(dtype)
     return _finish(array_from_data(data, dt, device), device, requires_grad)
 
@@ -59,13 +69,13 @@ def tensor(data, requires_grad=False, dtype=None, device=None):
 def zeros(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of zeros of shape ``size``. Example: ``zeros(2, 3)``"""
     device = backend.check_device(device)
-    return _finish(backend.xp(device).zeros(_size(size), dtype=_dtype(dtype).np), device, requires_grad)
+    return _finish(_make("zeros", device, _dtype(dtype), _size(size)), device, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of ones of shape ``size``. Example: ``ones(3)``"""
     device = backend.check_device(device)
-    return _finish(backend.xp(device).ones(_size(size), dtype=_dtype(dtype).np), device, requires_grad)
+    return _finish(_make("ones", device, _dtype(dtype), _size(size)), device, requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
@@ -80,7 +90,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
         dt = backend.int64
     else:
         dt = _dtype(dtype)
-    return _finish(backend.xp(device).full(_size(size), fill_value, dtype=dt.np), device, requires_grad)
+    return _finish(_make("full", device, dt, _size(size), fill_value), device, requires_grad)
 
 
 def zeros_like(input, dtype=None, requires_grad=False):
@@ -98,7 +108,7 @@ def rand(*size, dtype=None, device=None, requires_grad=False):
     device = backend.check_device(device)
     dt = _dtype(dtype)
     _need_float(dt, "rand")
-    arr = backend.rng(device).random(_size(size)).astype(dt.np)
+    arr = backend.random_uniform(_size(size), dt, device)
     return _finish(arr, device, requires_grad)
 
 
@@ -107,7 +117,7 @@ def randn(*size, dtype=None, device=None, requires_grad=False):
     device = backend.check_device(device)
     dt = _dtype(dtype)
     _need_float(dt, "randn")
-    arr = backend.rng(device).standard_normal(_size(size)).astype(dt.np)
+    arr = backend.random_normal(_size(size), dt, device)
     return _finish(arr, device, requires_grad)
 
 
@@ -130,7 +140,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         dt = backend.int64 if ints else backend.get_default_dtype()
     else:
         dt = backend.as_dtype(dtype)
-    arr = backend.xp(device).arange(start, end, step, dtype=dt.np)
+    arr = _make("arange", device, dt, start, end, step)
     return _finish(arr, device, requires_grad)
 
 
@@ -140,13 +150,13 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     steps = int(steps)
     if steps < 0:
         raise ValueError_("linspace: steps must be non-negative")
-    arr = backend.xp(device).linspace(start, end, steps, dtype=_dtype(dtype).np)
+    arr = _make("linspace", device, _dtype(dtype), start, end, steps)
     return _finish(arr, device, requires_grad)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     """The n x m identity matrix (m = n by default). Example: ``eye(3)``"""
     device = backend.check_device(device)
-    arr = backend.xp(device).eye(int(n), None if m is None else int(m), dtype=_dtype(dtype).np)
+    arr = _make("eye", device, _dtype(dtype), int(n), None if m is None else int(m))
     return _finish(arr, device, requires_grad)
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from . import backend
-from .autograd.node import AccumulateGrad
+from .autograd.node import AccumulateGrad, format_pos, pos_text
 from .autograd.trace import leaf_label, node_labels, walk
 from .errors import RuntimeError_, TypeError_, ValueError_
 from .tensor import Tensor
@@ -59,7 +59,8 @@ class _Facts:
 
     def head(self) -> str:
         """``f = PowBackward#1 at 8:5``"""
-        at = f" at {self.pos[1]}:{self.pos[2]}" if self.pos and self.pos[1] is not None else ""
+        at = format_pos(self.pos)
+        at = f" at {at}" if at else ""
         named = f"{self.name} = " if self.name and not self.leaf else ""
         return f"{named}{self.label}{at}"
 
@@ -110,6 +111,12 @@ def _grad_text(t) -> str | None:
 NAMES: ContextVar = ContextVar("autodsl_graph_names", default=None)
 # A Session made with files=False turns this off: dot() then refuses to write.
 FILES_ALLOWED: ContextVar = ContextVar("autodsl_files_allowed", default=True)
+
+
+def names_by_id(names=None) -> dict:
+    """``{id(tensor): variable name}`` from ``names`` ({name: tensor}, or already by id), or
+    from the running Session's namespace when ``names`` is None; {} outside a Session."""
+    return _name_maps(names)[0]
 
 
 def _name_maps(names):
@@ -390,8 +397,12 @@ def _dot_label(f: _Facts) -> str:
         lines = [f.name or "leaf"]
     else:
         lines = [f"{f.name} = {f.label}" if f.name else f.label]
-        if f.pos and f.pos[1] is not None:
-            lines.append(f"at {f.pos[1]}:{f.pos[2]}")
+        at = format_pos(f.pos, text=False)
+        if at:
+            lines.append(f"at {at}")
+            text = pos_text(f.pos)
+            if text:
+                lines.append(text if len(text) <= 40 else text[:37] + "...")
     lines.append("  ".join(p for p in (None if f.shape is None else _shape_text(f.shape), f.value) if p))
     if f.grad is not None:
         lines.append(f"grad {f.grad}")

@@ -28,6 +28,7 @@ def info(x) -> Info:
     from .errors import TypeError_  # noqa: PLC0415
     from .tensor import Tensor  # noqa: PLC0415
     from . import backend  # noqa: PLC0415
+    from .autograd.node import format_pos  # noqa: PLC0415
     if not isinstance(x, Tensor):
         raise TypeError_(f"info() takes a tensor, not {type(x).__name__}")
     g = x._grad
@@ -49,6 +50,8 @@ def info(x) -> Info:
         ("requires_grad", format_value(x.requires_grad)),
         ("is_leaf", format_value(x.is_leaf)),
         ("grad_fn", (f"<{x.grad_fn.name}>" + nexts) if x.grad_fn is not None else "none"),
+        ("made at", format_pos(x.grad_fn.pos, file=True) if x.grad_fn is not None and x.grad_fn.pos
+         else format_pos(getattr(x, "_pos", None), file=True) or "(not recorded)"),
         ("retains_grad", format_value(x._retains_grad)),
         ("grad", grad_text.replace("\n", "\n" + " " * 15)),
         ("version", str(x._version[0])),

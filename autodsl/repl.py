@@ -93,10 +93,13 @@ class Repl:
         self.commands = {
             ":help": self.cmd_help, ":vars": self.cmd_vars, ":info": self.cmd_info,
             ":trace": self.cmd_trace, ":graph": self.cmd_graph, ":dot": self.cmd_dot,
-            ":load": self.cmd_load, ":save": self.cmd_save, ":reset": self.cmd_reset,
+            ":check": self.cmd_check, ":load": self.cmd_load, ":save": self.cmd_save, ":reset": self.cmd_reset,
             ":device": self.cmd_device, ":dtype": self.cmd_dtype, ":time": self.cmd_time,
+            ":explain": self.cmd_explain, ":step": self.cmd_step, ":next": self.cmd_next, ":continue": self.cmd_continue,
+            ":abort": self.cmd_abort,
             ":quit": self.cmd_quit,
         }
+        self.stepper = None               # the backward being stepped by :step, if any
 
     # -- output --------------------------------------------------------------------
     def write(self, text: str) -> None:
@@ -296,6 +299,84 @@ class Repl:
         for w in caught:
             self.write(f"warning: {w.message}")
         self.write(result)
+
+    def cmd_check(self, arg: str) -> None:
+        """:check f w1 b  f's gradient by backward vs central differences, element by element"""
+        parts = arg.split()
+        if len(parts) < 2:
+            self.write("usage: " + self.usage(":check") + "  (f: a function, def f() or def f(w1, b))")
+            return
+        from . import backend
+        from .autograd.quiet import ieee
+        from .checks import check
+        fn, inputs = self.value_of(parts[0]), [self.value_of(p) for p in parts[1:]]
+        s = self.session
+        with ieee(), backend.defaults(device=s.device, dtype=s.dtype or backend.get_default_dtype()), \
+                warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = check(fn, inputs, names=parts[1:])
+        for w in caught:
+            self.write(f"warning: {w.message}")
+        self.write(str(result))
+
+    def cmd_explain(self, arg: str) -> None:
+        """:explain f x  the chain rule for df/dx written out, one line per path"""
+        parts = arg.split()
+        if len(parts) != 2:
+            self.write("usage: " + self.usage(":explain") + "  (f and x: variable names; explain(f, x, "
+                       "element=[0, 1]) for one element)")
+            return
+        from .explain import explain
+        f, x = self.value_of(parts[0]), self.value_of(parts[1])
+        with self.session.context():
+            self.write(str(explain(f, x)))
+
+    def cmd_step(self, arg: str) -> None:
+        """:step y  run y.backward() one node at a time: :next [n], :continue, :abort"""
+        if not arg:
+            self.write("usage: " + self.usage(":step"))
+            return
+        from .stepping import step
+        value = self.value_of(arg)
+        if self.stepper is not None and not self.stepper.done:
+            self.write(self.stepper.abort() + " (a new :step begins)")
+        with self.session.context():
+            self.stepper = step(value)
+        self.write(str(self.stepper))
+
+    def _stepping(self, command: str):
+        if self.stepper is None or self.stepper.done:
+            self.write(f"{command}: no backward is being stepped; start one with :step y")
+            return None
+        return self.stepper
+
+    def cmd_next(self, arg: str) -> None:
+        """:next [n]  run the next node (or n nodes) of the backward started by :step"""
+        st = self._stepping(":next")
+        if st is None:
+            return
+        try:
+            n = int(arg) if arg else 1
+        except ValueError:
+            n = 0
+        if n < 1:
+            self.write("usage: " + self.usage(":next") + "  (n: a whole number of nodes, at least 1)")
+            return
+        with self.session.context():
+            self.write(st.next(n))
+
+    def cmd_continue(self, arg: str) -> None:
+        """:continue  run the rest of the backward started by :step (then .grad is written)"""
+        st = self._stepping(":continue")
+        if st is not None:
+            with self.session.context():
+                self.write(st.finish())
+
+    def cmd_abort(self, arg: str) -> None:
+        """:abort  drop the backward started by :step; every .grad stays as it was"""
+        st = self._stepping(":abort")
+        if st is not None:
+            self.write(st.abort())
 
     def cmd_load(self, arg: str) -> None:
         """:load file.ad  run a script in this session"""

@@ -6,7 +6,7 @@ cursor only. What it offers, by context:
 
 - after ``:`` at the start: the commands; after ``:load``/``:save``/``:dot x``:
   file names; after ``:help``: built-ins, commands and topics; after
-  ``:info``/``:graph``/``:dot``/``:time``: what an expression offers;
+  ``:info``/``:graph``/``:dot``/``:time``/``:check``: what an expression offers;
 - after ``expr.``: a tensor's public attributes and methods (a graph node's
   ``name`` and ``next_functions`` when ``expr`` is a name bound to one);
 - inside a call ``f(...``: ``keyword=`` for each keyword parameter of ``f``
@@ -45,7 +45,7 @@ _SCAN = re.compile(r"""
 
 # commands whose argument is a file name, an expression, or a help topic
 FILE_COMMANDS = (":load", ":save")
-EXPR_COMMANDS = (":info", ":graph", ":dot", ":time", ":vars")
+EXPR_COMMANDS = (":info", ":graph", ":dot", ":time", ":vars", ":check")
 HELP_TOPICS = ("language", "autograd", "commands", "keys")
 
 

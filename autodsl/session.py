@@ -14,8 +14,9 @@ statement stay, and the failing statement binds nothing.
 """
 from __future__ import annotations
 
-import math
+import contextlib
 import gc
+import math
 import sys
 import warnings
 from typing import Any
@@ -56,9 +57,14 @@ class Session:
     """A namespace of the language with default device and dtype; see the module docs."""
 
     def __init__(self, device: str = "cpu", dtype=None, trace: bool = False, echo: bool = True,
-                 out=None, files: bool = True):
+                 out=None, files: bool = True, anomaly=False):
         from . import backend
+        from .autograd.anomaly import anomaly_scope
         self.device = backend.check_device(device)
+        # anomaly mode: False/None (off), True or "warn", "raise" (see autodsl.anomaly)
+        self.anomaly = "warn" if anomaly is True else (anomaly or None)
+        with anomaly_scope(self.anomaly):       # validates it
+            pass
         if dtype is not None:
             with backend.defaults(dtype=dtype):   # validates it (floating dtypes only)
                 pass
@@ -80,8 +86,6 @@ class Session:
     def run(self, source: str | A.Program, filename: str = "<string>"):
         """Parse all of ``source``, then run it; the last bare expression's value, or None."""
         program = source if isinstance(source, A.Program) else parse(source, filename)
-        from . import backend
-        from .autograd.trace import is_trace_enabled, tracing
         # A script builds graphs of many small objects, and every young-generation collection
         # walks them: collect less often while it runs (restored afterwards).
         gc_threshold = gc.get_threshold()
@@ -95,25 +99,44 @@ class Session:
             with warnings.catch_warnings():
                 warnings.simplefilter("always", UserWarning)
                 warnings.showwarning = self._make_warning_handler(program, seen)
-                start_dtype = self.dtype or backend.get_default_dtype()
-                names_token = GRAPH_NAMES.set(lambda: self.namespace)
-                files_token = FILES_ALLOWED.set(self.files)
-                with ieee(), backend.defaults(device=self.device, dtype=start_dtype), \
-                        tracing(self.trace, sink=self._set_last_trace, printer=self._print_trace):
-                    try:
-                        value, _ = self._interp.run(program)
-                    finally:
-                        self.trace = is_trace_enabled()
-                        GRAPH_NAMES.reset(names_token)
-                        FILES_ALLOWED.reset(files_token)
-                        # set_default_dtype() in a script lasts for this session only
-                        if backend.get_default_dtype() is not start_dtype:
-                            self.dtype = backend.get_default_dtype()
+                with self.context():
+                    value, _ = self._interp.run(program)
             return value
         finally:
             if old_limit < _RECURSION_LIMIT:
                 sys.setrecursionlimit(old_limit)
             gc.set_threshold(*gc_threshold)
+
+    @contextlib.contextmanager
+    def context(self):
+        """The session's settings, in force while its code runs: default device and dtype,
+        the trace flag and where traces go, variable names for graphs and traces, whether
+        files may be written. ``run()`` uses it; so do REPL commands that call built-ins
+        directly (``:step``), so that they behave as the same code typed as a statement."""
+        from . import backend
+        from .autograd.anomaly import anomaly_scope, get_anomaly_mode
+        from .autograd.trace import is_trace_enabled, tracing
+        from .autograd.watch import NAMES as TENSOR_NAMES
+        start_dtype = self.dtype or backend.get_default_dtype()
+        names_token = GRAPH_NAMES.set(lambda: self.namespace)
+        tensor_names_token = TENSOR_NAMES.set(lambda: self.namespace)    # version errors name variables
+        files_token = FILES_ALLOWED.set(self.files)
+        try:
+            with ieee(), backend.defaults(device=self.device, dtype=start_dtype), \
+                    tracing(self.trace, sink=self._set_last_trace, printer=self._print_trace), \
+                    anomaly_scope(self.anomaly):
+                try:
+                    yield self
+                finally:
+                    self.trace = is_trace_enabled()
+                    self.anomaly = get_anomaly_mode()      # anomaly(true) in a script lasts for the session
+                    # set_default_dtype() in a script lasts for this session only
+                    if backend.get_default_dtype() is not start_dtype:
+                        self.dtype = backend.get_default_dtype()
+        finally:
+            GRAPH_NAMES.reset(names_token)
+            TENSOR_NAMES.reset(tensor_names_token)
+            FILES_ALLOWED.reset(files_token)
 
     def _print_trace(self, text: str) -> None:
         out = self.out if self.out is not None else sys.stdout

@@ -1,6 +1,7 @@
 """Tensor: an n-d array with the autograd state PyTorch users know.
 
-Storage is a backend array (NumPy, or CuPy on "cuda"). Views (basic
+Storage is an array of its device's Array API namespace (NumPy, or
+array_api_strict in tests, on "cpu"; CuPy on "cuda"; see ``backend``). Views (basic
 indexing, transpose, reshape where possible) and ``detach()`` share storage
 *and* the version counter with the tensor they came from, so an in-place
 write through any alias is seen by all of them and by the saved-tensor check.
@@ -13,17 +14,19 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
-
 from . import backend
 from .autograd import grad_mode
 from .autograd.engine import GraphTask
 from .autograd.journal import record_grad
-from .autograd.node import AccumulateGrad
+from .autograd.node import SOURCE_POS, AccumulateGrad, caller_pos
 from .errors import AutogradError, DeviceError, IndexError_, DTypeError, ShapeError, TypeError_, ValueError_
 from .textfmt import format_tensor_parts
 
 __all__ = ["Tensor", "as_tensor", "array_from_data", "make_seeds", "run_backward", "PUBLIC_ATTRIBUTES", "PUBLIC_METHODS"]
+
+_Scalar = backend.SCALAR_TYPES
+_scalar_array = backend.scalar_array
+_HOST_NUMBER = backend.HOST_BOOL + backend.HOST_INT + backend.HOST_FLOAT
 
 # What the language may read on a tensor; the op registry adds its methods to
 # PUBLIC_METHODS. Anything else is unreachable from a script.
@@ -33,7 +36,7 @@ PUBLIC_ATTRIBUTES = frozenset({
 })
 PUBLIC_METHODS = {
     "backward", "detach", "retain_grad", "zero_grad", "item", "tolist",
-    "requires_grad_", "size", "dim", "numel",
+    "requires_grad_", "size", "dim", "numel", "register_hook",
 }
 
 
@@ -50,13 +53,13 @@ class Tensor:
 
     __slots__ = ("_data", "_version", "_base", "_requires_grad", "grad_fn", "_grad",
                  "_retains_grad", "_accumulate", "device", "_view_chain", "_gen", "_base_gen",
-                 "__weakref__")
+                 "_pos", "__weakref__")
 
     __array_priority__ = 1000  # numpy scalars defer to our dunders
 
     def __init__(self, data, requires_grad: bool = False, *, _device: str | None = None):
-        if isinstance(data, np.generic):    # 0-d arithmetic gives NumPy scalars: keep arrays
-            data = np.asarray(data)
+        if isinstance(data, _Scalar):      # NumPy's 0-d arithmetic gives scalars: keep arrays
+            data = _scalar_array(data)
         self._data = data
         self._version = [0]
         self._base = None
@@ -67,6 +70,7 @@ class Tensor:
         self._grad = None
         self._retains_grad = False
         self._accumulate = None
+        self._pos = None          # where a leaf was made (creation functions, detach): see Node.pos
         self.device = _device or backend.device_of(data)
         self._requires_grad = False
         if requires_grad:
@@ -219,8 +223,8 @@ class Tensor:
         if create_graph:
             return (g.clone() if old is None else old + g), None
         if old is None:
-            return Tensor(g._data.copy(), _device=g.device), None
-        if not getattr(old._data, "flags", None) or not old._data.flags.writeable:
+            return Tensor(backend.copy(g._data), _device=g.device), None
+        if not backend.writeable(old._data):
             return Tensor(old._data + g._data, _device=g.device), None
         return old, old._data + g._data
 
@@ -249,6 +253,40 @@ class Tensor:
             acc = self._accumulate = AccumulateGrad(self)
         return acc
 
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` with this tensor's gradient during every backward (PyTorch semantics).
+
+        ``hook``: a Python callable or a language function of one argument, the
+        gradient (a tensor of this tensor's shape). Returning a tensor of the
+        same shape, dtype and device replaces the gradient: for a leaf, before
+        it is added into ``.grad`` (and in what ``grad()`` returns); for a
+        non-leaf, it is what flows on to the inputs (and what ``retain_grad()``
+        keeps). Returning none keeps it. A tensor used several times gets one
+        call, with the summed gradient. Hooks run in the order registered; under
+        ``create_graph=true`` what they compute is differentiable. A hook must
+        not modify its argument in place (return a new tensor instead).
+
+        Returns a handle: ``handle.remove()`` unregisters the hook. Raises
+        AutogradError when this tensor does not require grad and TypeError_
+        when ``hook`` is not callable. A hook that raises makes the backward
+        fail with every ``.grad`` as it was before.
+
+        Example (language): ``def double(g) { return 2 * g }; h = x.register_hook(double)``
+        """
+        if not callable(hook) or isinstance(hook, Tensor):
+            raise TypeError_(f"register_hook() needs a function of one argument (the gradient), "
+                             f"not {type(hook).__name__}")
+        if not self._requires_grad:
+            raise AutogradError("cannot register a hook on a tensor that does not require grad: no "
+                                "gradient will ever reach it; make it with requires_grad=true (or "
+                                "register the hook on a tensor computed from one)")
+        node = self._gradient_edge()        # grad_fn, or the leaf's AccumulateGrad (Note [tensor hooks])
+        if self.grad_fn is not None:
+            what = f"the output of {node.name}"
+        else:
+            what = "a scalar leaf" if self.ndim == 0 else f"a leaf of shape {self.shape}"
+        return node.register_prehook(hook, what)
+
     def detach(self) -> "Tensor":
         """A tensor that shares this one's storage and version counter, with no history.
 
@@ -259,6 +297,7 @@ class Tensor:
         # through it is allowed even when self is a leaf that requires grad.
         out = Tensor(self._data, _device=self.device)
         out._version = self._version
+        out._pos = SOURCE_POS.get() or caller_pos()
         return out
 
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
@@ -278,9 +317,9 @@ class Tensor:
                      inputs=inputs)
 
     # -- host conversion ---------------------------------------------------------------
-    def numpy(self) -> np.ndarray:
+    def numpy(self) -> "numpy.ndarray":  # noqa: F821
         """A NumPy copy of the values on the host (for a CPU tensor: a copy, never an alias)."""
-        return np.array(backend.to_host(self._data), copy=True)
+        return backend.to_host(self._data, copy=True)
 
     def item(self):
         """The single value of a one-element tensor as a Python number."""
@@ -415,7 +454,7 @@ def array_from_data(data, dtype, device: str):
     plain = _plain_numbers(data)
     if dtype is None:
         probe = backend.asarray(plain, None, "cpu")
-        dtype = backend.bool_ if probe.dtype.kind == "b" else backend.get_default_dtype()
+        dtype = backend.bool_ if backend.kind_of(probe.dtype) == "b" else backend.get_default_dtype()
     try:
         return backend.asarray(plain, dtype, device)
     except (ValueError, OverflowError) as e:
@@ -449,7 +488,7 @@ def _number(x):
             raise TypeError_("tensor(...) takes numbers or nested lists of numbers; "
                              "use stack([...]) to combine tensors")
         return x.item()
-    if isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating)):
+    if isinstance(x, _HOST_NUMBER):
         return x
     raise TypeError_(f"tensor(...) takes numbers or nested lists of numbers, not {type(x).__name__}")
 
@@ -464,16 +503,16 @@ def as_tensor(value, like: Tensor | None = None) -> Tensor:
     if isinstance(value, Tensor):
         return value
     device = like.device if like is not None else backend.get_default_device()
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, backend.HOST_BOOL):
         dt = backend.bool_ if like is None else like.dtype
-    elif isinstance(value, (int, np.integer)):
+    elif isinstance(value, backend.HOST_INT):
         dt = backend.int64 if like is None or like.dtype is backend.bool_ else like.dtype
-    elif isinstance(value, (float, np.floating)):
+    elif isinstance(value, backend.HOST_FLOAT):
         dt = like.dtype if like is not None and like.dtype.is_floating else backend.get_default_dtype()
     elif isinstance(value, (list, tuple)):
         return Tensor(array_from_data(value, None, device), _device=device)
-    elif isinstance(value, np.ndarray):
+    elif backend.is_host_array(value):
         return Tensor(backend.asarray(value, backend.as_dtype(value.dtype), device), _device=device)
     else:
         raise TypeError_(f"expected a tensor or a number, got {type(value).__name__}")
-    return Tensor(backend.xp(device).asarray(value, dtype=dt.np), _device=device)
+    return Tensor(backend.asarray(value, dt, device), _device=device)

@@ -17,7 +17,8 @@ LAYERS = [
     ["backend"],
     ["autograd"],
     ["tensor"],
-    ["ops", "creation", "functional", "inspect", "display", "graphview"],
+    ["ops", "creation", "functional", "autograd_functional", "checks", "inspect", "display", "graphview", "plotting",
+     "stepping", "explain"],
     ["autodsl"],            # the public API façade (autodsl/__init__.py)
     ["lang"],
     ["session"],

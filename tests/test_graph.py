@@ -85,8 +85,8 @@ def test_chain_rule_tree_shows_values_grads_marks_and_positions():
     s, names = run_sample("chain_rule")
     text = str(ad.graph(s["f"], names=names))
     lines = text.splitlines()
-    assert lines[0] == "f = PowBackward#1 at 8:5  scalar  -91.125"
-    assert "MulBackward#1 at 8:8  scalar  -4.5" in text          # values of intermediates
+    assert lines[0] == "f = PowBackward#1 at 8:5 `(w2*(w1*x^2+b))^3`  scalar  -91.125"
+    assert "MulBackward#1 at 8:8 `w2*(w1*x^2+b)`  scalar  -4.5" in text          # values of intermediates
     assert "AccumulateGrad(w1)  scalar  0.5  grad -364.5  leaf  requires_grad" in text
     assert "AccumulateGrad(b)  scalar  1.0  grad -91.125  leaf  requires_grad" in text
     assert "constant  scalar  3.0  requires_grad=false" in text          # the exponent of ^3
@@ -139,13 +139,14 @@ def test_graph_before_backward_and_retain_grad():
     text = str(ad.graph(y, names={"x": x, "h": h, "y": y}))
     assert " grad " not in text
     assert "AccumulateGrad(x)  (2, 2)  min -2.0 max 4.0  leaf  requires_grad" in text
-    assert "h = SumBackward#2  (2,)  [10., 20.]  retains_grad" in text
+    # Python callers: the node points at the caller's file, line and source line
+    assert "h = SumBackward#2 at test_graph.py:136 `h = (x * x).sum(dim=0)`  (2,)  [10., 20.]  retains_grad" in text
     y.backward()
     text = str(ad.graph(y, names={"x": x, "h": h, "y": y}))
-    assert "h = SumBackward#2  (2,)  [10., 20.]  grad [1., 1.]  retains_grad" in text
+    assert "h = SumBackward#2 at test_graph.py:136 `h = (x * x).sum(dim=0)`  (2,)  [10., 20.]  grad [1., 1.]  retains_grad" in text
     assert "AccumulateGrad(x)  (2, 2)  min -2.0 max 4.0  grad min -4.0 max 8.0  leaf  requires_grad" in text
     # the product's output is held by nobody: its shape is still known, from its consumer
-    assert "MulBackward#1  (2, 2)\n" in text + "\n"
+    assert "MulBackward#1 at test_graph.py:136 `h = (x * x).sum(dim=0)`  (2, 2)\n" in text + "\n"
 
 
 def test_leaves_as_roots():
@@ -223,7 +224,7 @@ def test_dot_text_structure():
     s, names = run_sample("shared_input")
     text = ad.dot(s["L"], names=names)
     assert text.startswith("// The graph of L") and text.rstrip().endswith("}")
-    assert 'n0 [label="L = AddBackward#1\\nat 8:7\\nscalar  43.0"' in text
+    assert 'n0 [label="L = AddBackward#1\\nat 8:7\\nd + e\\nscalar  43.0"' in text
     assert 'label="a\\nscalar  3.0\\ngrad 26.0", tooltip="AccumulateGrad(a)", shape=ellipse' in text
     # c = a*2 feeds d twice (d = c*c) and e once: three edges out of c's node
     c_id = next(ln.split()[0] for ln in text.splitlines() if "c = MulBackward#2" in ln)
@@ -286,7 +287,7 @@ def test_graph_and_dot_are_builtins(tmp_path, monkeypatch):
     s = ad.Session(out=out)
     s.run("w = tensor(2.0, requires_grad=true)\nf = (w*3)^2\ngraph(f)")
     text = out.getvalue()
-    assert "PowBackward#1 at 2:5  scalar  36.0" in text and "MulBackward#1 at 2:7" in text
+    assert "PowBackward#1 at 2:5 `(w*3)^2`  scalar  36.0" in text and "MulBackward#1 at 2:7 `w*3`" in text
     assert isinstance(s.run("g = graph(f); g"), Graph)
     assert s.run('dot(f, "f.dot")') == "f.dot" and (tmp_path / "f.dot").exists()
     with pytest.raises(ad.TypeError_, match="must be a string"):

@@ -8,13 +8,18 @@ seed gradients.
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import heapq
 
+from ..backend import kind_of
 from ..errors import AutogradError
 from . import grad_mode
 from . import trace as _trace
+from .anomaly import ON as _CHECKING
+from .anomaly import check_backward
 from .node import AccumulateGrad
+from .watch import note_backward
 from .quiet import ieee
 
 __all__ = ["GraphTask"]
@@ -49,6 +54,7 @@ class GraphTask:
         self.targets = targets
         self.accumulate = accumulate
         self.recorder = _trace.new_recorder()
+        note_backward(self)         # why() starts from the last backward's roots (autograd/watch.py)
 
     def _dependencies(self):
         deps = {}
@@ -87,18 +93,41 @@ class GraphTask:
 
     def run(self):
         """Run the backward pass; returns the captured gradients (node -> Tensor)."""
-        # The pass makes no reference cycles of its own, but allocates many small objects,
-        # and each would-be collection walks the whole live graph: pause the cyclic GC.
+        with self.running():
+            gen = self._run(stepping=False)
+            try:
+                next(gen)           # without stepping the pass never stops on the way
+            except StopIteration as done:
+                return done.value
+        raise AssertionError("unreachable: the backward pass paused without stepping")  # pragma: no cover
+
+    @contextlib.contextmanager
+    def running(self):
+        """The state the pass runs in: grad mode as create_graph asks, IEEE arithmetic, and
+        the cyclic GC paused (the pass makes no reference cycles of its own, but allocates
+        many small objects, and each would-be collection walks the whole live graph).
+        A stepped pass enters it around each step, so nothing leaks between steps."""
         paused = gc.isenabled()
         if paused:
             gc.disable()
         try:
-            return self._run()
+            with grad_mode.set_grad_enabled(self.create_graph), ieee():
+                yield
         finally:
             if paused:
                 gc.enable()
 
-    def _run(self):
+    def steps(self):
+        """The pass as a generator for a step-by-step debugger (``autodsl.autograd.stepper``).
+
+        It pauses before each node runs, yielding ``(node, gradient about to flow, ready
+        heap, remaining dependency counts, gradient buffers)``; the caller must resume it
+        inside ``running()``. Closing it early commits nothing: every ``.grad`` stays as
+        it was and no saved tensor is freed. Its return value is ``run()``'s.
+        """
+        return self._run(stepping=True)
+
+    def _run(self, stepping):
         deps = self._dependencies()
         needed = self._needed(deps) if self.targets is not None else None
         rec = self.recorder
@@ -120,52 +149,57 @@ class GraphTask:
         ran = []
         targets = self.targets
         create_graph = self.create_graph
-        with grad_mode.set_grad_enabled(create_graph), ieee():
-            while heap:
-                node = heapq.heappop(heap)[2]
-                g = buffers.pop(node, None)
-                outs = None
-                if g is not None:
-                    is_acc = isinstance(node, AccumulateGrad)
-                    if targets is not None and node in targets:
-                        if self.accumulate:
-                            _stage(staged, targets[node], g, create_graph)
-                            if rec is not None:
-                                rec.accumulate(node, targets[node], g)
-                        else:
-                            captured[node] = g
-                    elif is_acc and targets is None and node.variable._requires_grad:
-                        # (a leaf set to requires_grad=false after use gets nothing, as in PyTorch)
-                        _stage(staged, node.variable, g, create_graph)
+        while heap:
+            node = heapq.heappop(heap)[2]
+            g = buffers.pop(node, None)
+            if g is not None and node._pre_hooks:      # register_hook: may replace g (Note [tensor hooks])
+                g = node.run_pre_hooks(g, rec)
+            if stepping:
+                yield node, g, heap, deps, buffers
+            outs = None
+            if g is not None:
+                is_acc = isinstance(node, AccumulateGrad)
+                if targets is not None and node in targets:
+                    if self.accumulate:
+                        _stage(staged, targets[node], g, create_graph)
                         if rec is not None:
-                            rec.accumulate(node, node.variable, g)
-                    if not is_acc and (needed is None or node in needed):
-                        if node._retained and self.accumulate and (targets is None or node not in targets):
-                            for t in node._retained:
-                                _stage(staged, t, g, create_graph)
-                        outs = self._validate(node, node.apply(g), g)
-                        ran.append(node)
-                        if rec is not None:
-                            rec.step(node, g, outs)
-                for i, nxt in enumerate(node.next_edges):
-                    if nxt is None:
-                        continue
-                    if outs is not None:
-                        og = outs[i]
-                        if og is not None:
-                            prev = buffers.get(nxt)
-                            buffers[nxt] = og if prev is None else _add(prev, og, create_graph)
-                    d = deps[nxt] - 1
-                    deps[nxt] = d
-                    if d == 0:
-                        heapq.heappush(heap, (-nxt.seq_nr, tick, nxt))
-                        tick += 1
+                            rec.accumulate(node, targets[node], g)
+                    else:
+                        captured[node] = g
+                elif is_acc and targets is None and node.variable._requires_grad:
+                    # (a leaf set to requires_grad=false after use gets nothing, as in PyTorch)
+                    _stage(staged, node.variable, g, create_graph)
+                    if rec is not None:
+                        rec.accumulate(node, node.variable, g)
+                if not is_acc and (needed is None or node in needed):
+                    if node._retained and self.accumulate and (targets is None or node not in targets):
+                        for t in node._retained:
+                            _stage(staged, t, g, create_graph)
+                    outs = self._validate(node, node.apply(g), g)
+                    if _CHECKING[0]:
+                        check_backward(node, g, outs)     # anomaly mode (autograd/anomaly.py)
+                    ran.append(node)
+                    if rec is not None:
+                        rec.step(node, g, outs)
+            for i, nxt in enumerate(node.next_edges):
+                if nxt is None:
+                    continue
+                if outs is not None:
+                    og = outs[i]
+                    if og is not None:
+                        prev = buffers.get(nxt)
+                        buffers[nxt] = og if prev is None else _add(prev, og, create_graph)
+                d = deps[nxt] - 1
+                deps[nxt] = d
+                if d == 0:
+                    heapq.heappush(heap, (-nxt.seq_nr, tick, nxt))
+                    tick += 1
 
-            # Commit: only now do .grad fields change, so a failed pass changes none. Every
-            # new value is computed first; the assignments that follow cannot fail.
-            updates = [(t, t._grad_update(g, create_graph)) for t, g in staged.values()]
-            for t, update in updates:
-                t._grad_commit(update)
+        # Commit: only now do .grad fields change, so a failed pass changes none. Every
+        # new value is computed first; the assignments that follow cannot fail.
+        updates = [(t, t._grad_update(g, create_graph)) for t, g in staged.values()]
+        for t, update in updates:
+            t._grad_commit(update)
         if not self.retain_graph:
             for node in ran:
                 node.release()
@@ -196,10 +230,10 @@ class GraphTask:
                 fixed = fixed or list(outs)
                 fixed[i] = og
             dts = node.input_dtypes                # None: every input has the output's dtype
-            dt = g._data.dtype if dts is None else dts[i]     # the input's NumPy dtype
-            if og._data.dtype != dt and dt.kind == "f":
+            dt = g._data.dtype if dts is None else dts[i]     # the input's array dtype
+            if og._data.dtype != dt and kind_of(dt) == "f":
                 fixed = fixed or list(outs)
-                fixed[i] = og.to(dtype=dt.name)
+                fixed[i] = og.to(dtype=dt)
         return tuple(fixed) if fixed else outs
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 from contextvars import ContextVar
 
+from ..backend import copy as _copy
+
 __all__ = ["transaction", "record_values", "record_grad"]
 
 _log: ContextVar[list | None] = ContextVar("autodsl_journal", default=None)
@@ -28,7 +30,7 @@ def record_values(t) -> None:
         key = ("values", id(t))     # the log holds t, so its id is not reused meanwhile
         if key not in log.seen:
             log.seen.add(key)
-            log.append((t, "values", t._data.copy(), t._version[0]))
+            log.append((t, "values", _copy(t._data), t._version[0]))
 
 
 def record_grad(t) -> None:
@@ -39,7 +41,7 @@ def record_grad(t) -> None:
         if key not in log.seen:
             log.seen.add(key)
             g = t._grad
-            log.append((t, "grad", g, None if g is None else (g._data.copy(), g._version[0])))
+            log.append((t, "grad", g, None if g is None else (_copy(g._data), g._version[0])))
 
 
 @contextlib.contextmanager

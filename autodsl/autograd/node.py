@@ -13,16 +13,75 @@ its gradients end up.
 from __future__ import annotations
 
 import itertools
+import linecache
+import os
+import re
 import sys
 from contextvars import ContextVar
 
-from ..errors import AutogradError
+from ..errors import AutogradError, DeviceError, DTypeError, ShapeError, TypeError_
 
-__all__ = ["Node", "AccumulateGrad", "SavedTensor", "SavedOutput", "SOURCE_POS", "next_seq_nr"]
+__all__ = ["Node", "AccumulateGrad", "SavedTensor", "SavedOutput", "SOURCE_POS", "next_seq_nr",
+           "RemovableHandle",
+           "caller_pos", "format_pos", "pos_text"]
 
-# (filename, line, column) of the source expression being evaluated, set by the
-# language; nodes record it so that the graph and the trace can point at it.
+# Where the expression being evaluated was written: a tuple
+# ``(file, line, column, text)`` set by the language (``text`` is the source
+# text of the expression, e.g. ``w1*x^2``); None outside the language, where
+# nodes take the Python caller's ``(file, line, None, None)`` instead. Nodes keep
+# it in ``Node.pos`` so that the trace, the graph, ``info`` and errors can point at it.
 SOURCE_POS: ContextVar[tuple | None] = ContextVar("autodsl_source_pos", default=None)
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def caller_pos(depth: int = 2):
+    """``(file, line, None, None)`` of the first frame outside the autodsl package, or None.
+
+    Used for nodes made from the Python API, so that a user of
+    ``autodsl.tensor(...) * w`` sees their own file and line in traces and errors.
+    """
+    try:
+        f = sys._getframe(depth)
+    except ValueError:
+        return None
+    while f is not None and f.f_code.co_filename.startswith(_PACKAGE_DIR):
+        f = f.f_back
+    if f is None:
+        return None
+    return (f.f_code.co_filename, f.f_lineno, None, None)
+
+
+def pos_text(pos) -> str | None:
+    """The source text recorded with ``pos``: the expression in the language, the
+    caller's line (read back from the file) for the Python API; None if unknown."""
+    if not pos:
+        return None
+    if pos[3] is not None:
+        return pos[3]
+    if pos[0] and pos[1]:
+        line = linecache.getline(pos[0], pos[1]).strip()
+        return line or None
+    return None
+
+
+def format_pos(pos, *, text: bool = True, file: bool = False) -> str:
+    """``line:col`` (``file:line:col`` with ``file=True``, ``file:line`` for Python callers),
+    followed by the source text in backquotes when ``text``; "" when ``pos`` is None."""
+    if not pos or pos[1] is None:
+        return ""
+    fname, line, col = pos[0], pos[1], pos[2]
+    if col is None:         # a Python caller: the file is the useful part
+        where = f"{os.path.basename(fname) if fname else '<python>'}:{line}"
+    else:
+        where = f"{fname}:{line}:{col}" if file and fname else f"{line}:{col}"
+    if text:
+        t = pos_text(pos)
+        if t:
+            if len(t) > 60:
+                t = t[:57] + "..."
+            where += f" `{t}`"
+    return where
 
 _seq = itertools.count()
 next_seq_nr = _seq.__next__
@@ -45,7 +104,7 @@ class SavedTensor:
 
     def unpack(self, node: "Node", index: int):
         t = self.tensor
-        _check_version(node, index, t._version, self.version, t._data.shape)
+        _check_version(node, index, t._version, self.version, t._data.shape, tensor=t)
         return t
 
 
@@ -69,7 +128,7 @@ class SavedOutput:
         self.cls = type(tensor)
 
     def unpack(self, node: "Node", index: int):
-        _check_version(node, index, self.counter, self.version, self.data.shape)
+        _check_version(node, index, self.counter, self.version, self.data.shape, data=self.data)
         t = self.cls(self.data, _device=self.device)
         t._version = self.counter
         t.grad_fn = node
@@ -77,13 +136,51 @@ class SavedOutput:
         return t
 
 
-def _check_version(node, index, counter, version, shape):
+def _check_version(node, index, counter, version, shape, tensor=None, data=None):
     if counter[0] != version:
-        raise AutogradError(
-            f"a tensor that {node.name} saved for backward (its input or output number {index}, "
-            f"shape {tuple(shape)}) was modified in place afterwards: it is at version "
-            f"{counter[0]}, but {node.name} saved it at version {version}. "
-            f"Use an out-of-place form (`x = x * 3` instead of `x *= 3`), or clone() it before the in-place write")
+        raise AutogradError(_version_message(node, counter, version, shape, tensor, data))
+
+
+def _version_message(node, counter, version, shape, tensor, data) -> str:
+    """The version error, for people: the variable (when a Session can name it), the node that
+    saved it and where, the in-place write that changed it and where, both versions, the fix."""
+    from .watch import names_of, write_record  # noqa: PLC0415 (watch imports this module)
+    names = names_of(tensor, counter, data)
+    facts = [f"shape {tuple(shape)}"]
+    if tensor is None:
+        facts.append(f"the output of {node.name}")
+    if len(names) > 1:
+        facts.append(", ".join(f"`{n}`" for n in names[1:4]) + (" shares" if len(names) == 2 else " share")
+                     + " its storage")
+    what = (f"`{names[0]}`" if names else "a tensor") + f" ({'; '.join(facts)})"
+    at = format_pos(node.pos)
+    saved = f"{node.name}{f' (made at {at})' if at else ''} saved it at version {version}"
+    rec = write_record(counter)
+    now = counter[0]
+    written = pos_text(rec[1]) if rec is not None and rec[1] is not None else None
+    if rec is not None and rec[1] is not None:
+        wrote = format_pos(rec[1])
+        if rec[0] == now:
+            change = f"the in-place write at {wrote} changed it to version {now}"
+        else:
+            change = (f"the last in-place write I know of, at {wrote}, changed it to version {rec[0]}; "
+                      f"it is now at version {now}")
+    else:
+        change = f"an in-place write changed it to version {now}"
+    m = _AUGMENTED.match(written or "")
+    if m:
+        target, op, value = m.groups()
+        fix = f"Write it out of place (`{target} = {target} {op} {value}` instead of `{target} {op}= {value}`)"
+    else:
+        fix = "Write into a copy instead (clone() it first)"
+    if tensor is not None:      # an input: the op can be given a copy instead
+        where = f" at {format_pos(node.pos, text=False)}" if at else ""
+        fix += f", or give the op{where} a copy ({f'{names[0]}.clone()' if names else 'clone() it'})"
+    return (f"{what} was modified in place after {node.name} saved it for backward: {saved}, and "
+            f"{change}. {fix}, so that the write does not change what backward needs")
+
+
+_AUGMENTED = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*([-+*/])=\s*(.+?)\s*;?\s*$")
 
 
 class Node:
@@ -97,13 +194,17 @@ class Node:
     name = "Node"
     __slots__ = ("next_edges", "seq_nr", "input_shapes", "input_dtypes", "pos",
                  "_saved", "_released", "_retained", "__weakref__")
+    # Tensor hooks (``register_hook``), run on the summed gradient before the node uses it:
+    # None, or {handle id: (hook, what it is on)} in registration order. A class default, so that op nodes
+    # (made without __init__) pay nothing until a hook is registered; AccumulateGrad has a slot.
+    _pre_hooks = None
 
     def __init__(self):
         self.next_edges = ()
         self.seq_nr = next_seq_nr()
         self.input_shapes = ()
         self.input_dtypes = ()
-        self.pos = SOURCE_POS.get()
+        self.pos = SOURCE_POS.get() or caller_pos()
         self._saved = None
         self._released = False
         self._retained = None   # the non-leaf outputs that called retain_grad()
@@ -145,19 +246,108 @@ class Node:
     def apply(self, grad):  # pragma: no cover - every subclass overrides it
         raise NotImplementedError
 
+    # -- hooks (Note [tensor hooks]) ---------------------------------------------------
+    def register_prehook(self, hook, what: str | None = None) -> "RemovableHandle":
+        """Call ``hook(grad)`` on the gradient summed for this node, before the node uses it.
+
+        ``what`` names the tensor in messages (default: the node's name).
+        Returns a handle whose ``remove()`` unregisters the hook.
+        """
+        hooks = self._pre_hooks
+        if hooks is None:
+            hooks = self._pre_hooks = {}
+        what = what or self.name
+        handle = RemovableHandle(hooks, hook, what)
+        hooks[handle.id] = (hook, what)
+        return handle
+
+    def run_pre_hooks(self, grad, recorder=None):
+        """Run the hooks in registration order; each gets the gradient so far and may return
+        a replacement (a tensor of the same shape, dtype and device) or None (keep it).
+
+        Returns the gradient the node then uses. ``recorder`` (the trace's, or None) is
+        told when a hook replaced the gradient. Raises whatever a hook raises, and
+        TypeError_/ShapeError/DTypeError/DeviceError for a replacement that does not fit.
+        """
+        before = grad
+        for hook, what in tuple(self._pre_hooks.values()):
+            out = hook(grad)
+            if out is not None:
+                grad = _check_hook_result(f"the hook {_hook_name(hook)} on {what}", grad, out)
+        if recorder is not None and grad is not before:
+            recorder.hooked(self, before)
+        return grad
+
     def __repr__(self) -> str:
         return f"<{self.name}>"
+
+
+# Note [tensor hooks]
+# As in PyTorch, ``x.register_hook(fn)`` puts fn on the node x's gradient goes to:
+# its grad_fn for a non-leaf (so what fn returns is what flows on; a retain_grad()
+# .grad sees it too), its AccumulateGrad for a leaf (so fn runs before .grad is
+# accumulated, and on what grad() captures). The engine calls ``run_pre_hooks`` once
+# per node, on the summed gradient: a tensor used twice gets its hook called once.
+# A hook registered before an in-place op stays with the old node, as in PyTorch.
+
+def _hook_name(hook) -> str:
+    name = getattr(hook, "name", None) or getattr(hook, "__name__", None) or "hook"
+    return "a lambda" if name == "<lambda>" else f"`{name}`"
+
+
+def _check_hook_result(who: str, grad, out):
+    """What a hook returned, checked against the gradient it got (PyTorch's check_single_result)."""
+    if not isinstance(out, type(grad)):
+        kind = "a number" if isinstance(out, (bool, int, float)) else f"a {type(out).__name__}"
+        raise TypeError_(f"{who} returned {kind}; a hook must return a tensor of the gradient's "
+                         f"shape {tuple(grad._data.shape)} to replace the gradient, or none to keep it")
+    if out._data.shape != grad._data.shape:
+        raise ShapeError(f"{who} returned a tensor of shape {tuple(out._data.shape)}, but the gradient "
+                         f"has shape {tuple(grad._data.shape)}; a hook may change the values, not the shape")
+    if out._data.dtype != grad._data.dtype:
+        raise DTypeError(f"{who} returned a {out._data.dtype} tensor, but the gradient is "
+                         f"{grad._data.dtype}; convert it with .to(dtype=...) before returning it")
+    if out.device != grad.device:
+        raise DeviceError(f"{who} returned a tensor on {out.device}, but the gradient is on "
+                          f"{grad.device}; move it with .to(\"{grad.device}\")")
+    return out
+
+
+_hook_ids = itertools.count(1)
+
+
+class RemovableHandle:
+    """What ``register_hook`` returns; ``handle.remove()`` unregisters the hook (twice is fine)."""
+
+    LANG_ATTRIBUTES = frozenset({"remove"})     # what a script may use on it
+    __slots__ = ("_hooks", "id", "_text")
+
+    def __init__(self, hooks: dict, hook, what: str):
+        self._hooks = hooks
+        self.id = next(_hook_ids)
+        self._text = f"{_hook_name(hook)} on {what}"
+
+    def remove(self) -> None:
+        """Unregister the hook; later backward passes do not call it."""
+        self._hooks.pop(self.id, None)
+
+    def __repr__(self) -> str:
+        state = "" if self.id in self._hooks else " (removed)"
+        return f"<hook {self._text}{state}>"
+
+    __str__ = __repr__
 
 
 class AccumulateGrad(Node):
     """The sink of a leaf that requires grad: the engine adds what reaches it into ``.grad``."""
 
     name = "AccumulateGrad"
-    __slots__ = ("variable",)
+    __slots__ = ("variable", "_pre_hooks")
 
     def __init__(self, variable):
         super().__init__()
         self.variable = variable
+        self._pre_hooks = None
         self.pos = None
         self.input_shapes = (tuple(variable.shape),)
         self.input_dtypes = (variable._data.dtype,)

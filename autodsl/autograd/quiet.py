@@ -1,14 +1,15 @@
 """IEEE arithmetic without warnings: x/0 is inf, 0/0 is nan, as in PyTorch.
 
 NumPy would warn (or raise, under ``np.seterr(all="raise")``). ``ieee()``
-scopes NumPy's error state; it costs about a microsecond, so a Session run
-and a backward pass enter it once, and ops inside skip it (``depth``).
+scopes the backend's floating-point error state (``backend.ignore_fp_errors``);
+it costs about a microsecond, so a Session run and a backward pass enter it
+once, and ops inside skip it (``depth``).
 """
 from __future__ import annotations
 
 import contextlib
 
-import numpy as np
+from ..backend import ignore_fp_errors
 
 __all__ = ["ieee", "depth"]
 
@@ -20,7 +21,7 @@ depth = [0]
 
 @contextlib.contextmanager
 def ieee():
-    with np.errstate(all="ignore"):
+    with ignore_fp_errors():
         depth[0] += 1
         try:
             yield

@@ -14,6 +14,8 @@ import numpy as np
 
 from .. import backend
 from ..textfmt import format_array
+from .node import format_pos, pos_text
+from .rules import operand_names, rule_text, scalar_values, with_numbers, with_operands
 
 __all__ = ["Trace", "Step", "trace", "tracing", "is_trace_enabled", "set_trace_enabled",
            "last_trace", "new_recorder", "walk", "node_labels", "leaf_label"]
@@ -79,7 +81,8 @@ class Step:
     little when nobody prints the trace.
     """
 
-    __slots__ = ("kind", "node", "deps", "_g", "_sends", "leaf", "grad_after", "_cache")
+    __slots__ = ("kind", "node", "deps", "_g", "_sends", "leaf", "grad_after", "_cache", "_hooked",
+                 "values")
 
     def __init__(self, kind, node, deps, g, sends=(), leaf=None):
         self.kind = kind
@@ -90,6 +93,14 @@ class Step:
         self.leaf = leaf
         self.grad_after = None
         self._cache = None
+        self._hooked = None     # the gradient before a register_hook hook replaced it
+        self.values = None      # scalar inputs/output of the node, for its rule's numbers
+
+    @property
+    def grad_before_hook(self):
+        """The summed gradient before a tensor hook replaced it (a host array), or None
+        when no hook changed it."""
+        return None if self._hooked is None else _snap(self._hooked)
 
     @property
     def grad_in(self):
@@ -105,25 +116,39 @@ class Step:
 
 
 class Recorder:
-    __slots__ = ("deps", "steps", "create_graph")
+    __slots__ = ("deps", "steps", "create_graph", "hooks")
 
     def start(self, deps, create_graph):
         self.deps = deps
         self.steps = []
         self.create_graph = create_graph
+        self.hooks = {}
+
+    def hooked(self, node, before):
+        """A tensor hook on ``node`` replaced the gradient ``before`` (the step shows both)."""
+        self.hooks[node] = before
 
     def step(self, node, g, outs):
         sends = tuple((nxt, og) for nxt, og in zip(node.next_edges, outs) if nxt is not None)
         self.steps.append(Step("node", node, self.deps.get(node, 0), g, sends))
+        if self.hooks:
+            self.steps[-1]._hooked = self.hooks.pop(node, None)
 
     def accumulate(self, node, tensor, g):
         self.steps.append(Step("leaf", node, self.deps.get(node, 0), g, leaf=tensor))
+        if self.hooks:
+            self.steps[-1]._hooked = self.hooks.pop(node, None)
 
     def finish(self, staged):
+        # Copy now what later in-place writes could change: the accumulated .grad, and the
+        # scalar values the rules' numbers use (a trace too long to read skips those).
+        numbers = len(self.steps) <= _MAX_RULE_STEPS
         for st in self.steps:
-            if st.kind == "leaf":          # .grad is added into in place later: copy it now
+            if st.kind == "leaf":
                 gr = st.leaf._grad
                 st.grad_after = None if gr is None else _snap(gr)
+            elif numbers:
+                st.values = scalar_values(st.node)
         tr = Trace(self.steps, self.create_graph)
         _last[0] = tr
         sink = _sink.get()
@@ -135,6 +160,9 @@ class Recorder:
                 print(tr.format(), flush=True)
             else:
                 printer(tr.format())
+
+
+_MAX_RULE_STEPS = 10_000
 
 
 def _snap(t):
@@ -172,27 +200,123 @@ class Trace:
                  "gradients into it (deps) have arrived and been summed"
                  + ("\n(create_graph: the gradients are themselves differentiable)" if self.create_graph else "")]
         width = len(str(len(self.steps)))
-        pad = " " * (width + 7)
         for i, st in enumerate(self.steps, 1):
-            pos = st.node.pos
-            at = f" at {pos[1]}:{pos[2]}" if pos else ""
-            root = " (root)" if st.deps == 0 else ""
-            lines.append(f"step {i:>{width}}  {labels[st.node]}{at}  deps {st.deps}{root}")
-            lines.append(f"{pad}grad in  {_indent(format_array(st.grad_in), len(pad) + 9)}")
-            if st.kind == "leaf":
-                nm = self.names.get(id(st.leaf)) or "leaf"
+            lines.extend(self.format_step(st, i, labels, width))
+        return "\n".join(lines)
+
+    def format_step(self, st, i: int, labels: dict, width: int = 1, committed: bool = True) -> list[str]:
+        """The lines of step number ``i`` (``labels``: {node: label}). ``committed=False``
+        (a pass still running) says what a leaf will get instead of its final ``.grad``."""
+        pad = " " * (width + 7)
+        at = format_pos(st.node.pos)
+        at = f" at {at}" if at else ""
+        root = " (root)" if st.deps == 0 else ""
+        lines = [f"step {i:>{width}}  {labels[st.node]}{at}  deps {st.deps}{root}",
+                 f"{pad}grad in  {_indent(format_array(st.grad_in), len(pad) + 9)}"]
+        if st._hooked is not None:
+            lines.append(f"{pad}(a hook replaced it; before the hook it was "
+                         f"{_indent(format_array(st.grad_before_hook), len(pad) + 43)})")
+        if st.kind == "leaf":
+            nm = self.names.get(id(st.leaf)) or "leaf"
+            if committed:
                 after = "none" if st.grad_after is None else format_array(st.grad_after)
                 lines.append(f"{pad}{nm}.grad = {_indent(after, len(pad) + len(nm) + 8)}")
             else:
-                for nxt, og in st.sends:
-                    val = "nothing" if og is None else format_array(og)
-                    lines.append(f"{pad}-> {labels[nxt]}  {_indent(val, len(pad) + len(labels[nxt]) + 5)}")
-        return "\n".join(lines)
+                lines.append(f"{pad}{nm}.grad += grad in  (written when the whole pass has succeeded)")
+        else:
+            sentence = getattr(st.node, "rule", None)
+            if isinstance(sentence, str):
+                lines.append(f"{pad}rule: {sentence}")
+            for (nxt, og), (k, formula) in zip(st.sends, _sent_rules(st)):
+                val = "nothing" if og is None else format_array(og)
+                lines.append(f"{pad}-> {labels[nxt]}  {_indent(val, len(pad) + len(labels[nxt]) + 5)}")
+                if formula is not None and og is not None:
+                    lines.append(f"{pad}   {_rule_line(st, k, formula, self.names, labels)}")
+        return lines
+
+    # -- the trace as data ---------------------------------------------------------------
+    def records(self) -> list[dict]:
+        """One dict per step, in execution order: ``step``, ``node`` (label), ``op`` (node name),
+        ``pos`` (``{"file", "line", "column", "text"}`` or None), ``deps``, ``root``,
+        ``grad_in`` (nested lists), and either ``sends`` (``[{"to", "grad", "rule",
+        "numbers"}]``) for an op node or ``leaf`` and ``grad_after`` for an AccumulateGrad."""
+        labels = self._labels()
+        out = []
+        for i, st in enumerate(self.steps, 1):
+            pos = st.node.pos
+            rec = {"step": i, "node": labels[st.node], "op": st.node.name,
+                   "pos": None if not pos else {"file": pos[0], "line": pos[1], "column": pos[2],
+                                                "text": pos_text(pos)},
+                   "deps": st.deps, "root": st.deps == 0, "grad_in": _plain(st.grad_in)}
+            if st._hooked is not None:
+                rec["grad_before_hook"] = _plain(st.grad_before_hook)
+            if st.kind == "leaf":
+                rec["leaf"] = self.names.get(id(st.leaf))
+                rec["grad_after"] = None if st.grad_after is None else _plain(st.grad_after)
+            else:
+                sends = []
+                for (nxt, og), (i_in, formula) in zip(st.sends, _sent_rules(st)):
+                    sends.append({"to": labels[nxt], "grad": None if og is None else _plain(og),
+                                  "rule": formula,
+                                  "numbers": None if formula is None or og is None
+                                  else with_numbers(formula, st.values, st.grad_in)})
+                rec["sends"] = sends
+            out.append(rec)
+        return out
+
+    def to_json(self, **kwargs) -> str:
+        """The records as JSON text (``kwargs`` go to ``json.dumps``, e.g. ``indent=2``);
+        non-finite numbers are written as the strings "nan", "inf", "-inf"."""
+        import json  # noqa: PLC0415
+        return json.dumps({"create_graph": self.create_graph, "steps": self.records()}, **kwargs)
+
+    def __iter__(self):
+        return iter(self.records())
+
+    def __getitem__(self, i):
+        return self.records()[i]
 
     __str__ = format
 
     def __repr__(self) -> str:
         return f"<Trace of {len(self.steps)} steps>"
+
+
+def _sent_rules(st):
+    """``(input index, formula or None)`` for each edge a step sent along, in ``sends`` order."""
+    rule = getattr(st.node, "rule", None)
+    per_input = rule is not None and not isinstance(rule, str)
+    return [(i, rule_text(st.node, i) if per_input else None)
+            for i, nxt in enumerate(st.node.next_edges) if nxt is not None]
+
+
+def _rule_line(st, i, formula, names, labels) -> str:
+    """``= grad * 3.0 * (w2*(w1*x^2+b))^(3.0-1) = 1.0 * 3.0 * (-4.5)^(3.0-1)``: the rule
+    with the user's names for the inputs, then with the numbers."""
+    text = "= " + with_operands(formula, st.node, operand_names(st.node, names, labels))
+    numbers = with_numbers(formula, st.values, st.grad_in)
+    return text + (f" = {numbers}" if numbers else "")
+
+
+def _plain(arr):
+    """A host array as JSON-ready numbers (nested lists; nan/inf as strings)."""
+    if arr is None:
+        return None
+
+    def one(v):
+        f = float(v)
+        if f != f:
+            return "nan"
+        if f in (float("inf"), float("-inf")):
+            return "inf" if f > 0 else "-inf"
+        return v
+    a = np.asarray(arr)
+    if a.dtype.kind == "b":
+        return a.tolist()
+    if a.ndim == 0:
+        return one(a.item())
+    flat = [one(v) for v in a.ravel().tolist()]
+    return np.array(flat, dtype=object).reshape(a.shape).tolist()
 
 
 # -- node labels, shared with autodsl.graphview ---------------------------------------------------

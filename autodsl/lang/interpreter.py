@@ -162,11 +162,23 @@ class Interpreter:
             err.with_position(**self.position(node))
         return err
 
-    def _pos_token(self, node: A.Node, line=None, column=None):
-        if SOURCE_POS is None:
-            return None
-        return SOURCE_POS.set((self.source.filename if self.source else None,
-                               line or node.line, column or node.column))
+    def _pos_token(self, node: A.Node):
+        """Set SOURCE_POS to ``node``'s position and text (cached on the node: loops re-run it)."""
+        pos = node.__dict__.get("_pos")
+        if pos is None:
+            pos = node._pos = self._make_pos(node.line, node.column, node.line, node.column, node.end_column)
+        return SOURCE_POS.set(pos)
+
+    def _make_pos(self, line, column, start_line, start_column, end_column):
+        """``(file, line, column, text)``: text is the source from the start to ``end_column``
+        when the expression fits on one line, else None."""
+        src = self.source
+        text = None
+        if src is not None and end_column and start_line == line:
+            full = src.line_text(start_line)
+            if full is not None:
+                text = full[start_column - 1:end_column - 1].strip() or None
+        return (src.filename if src else None, line, column, text)
 
     # -- statements ------------------------------------------------------------
     def exec_block(self, stmts: list[A.Stmt]) -> None:
@@ -365,10 +377,18 @@ class Interpreter:
 
     def eval_Chain(self, node: A.Chain):
         value = self.eval(node.first)
-        for op, operand, line, column in node.ops:
+        positions = node.__dict__.get("_pos")
+        if positions is None:
+            # the node made by the i-th operator computes `first op1 e1 ... op_i e_i`
+            first = node.first
+            positions = node._pos = [
+                self._make_pos(line, column, first.line, first.column,
+                               operand.end_column if operand.line == first.line else None)
+                for _, operand, line, column in node.ops]
+        for i, (op, operand, line, column) in enumerate(node.ops):
             right = self.eval(operand)
             try:
-                value = self.binop(op, value, right, line, column)
+                value = self.binop(op, value, right, positions[i])
             except Exception as exc:  # noqa: BLE001 - translated and positioned at the operator
                 e = translate_exception(exc)
                 if e.line is None and self.source is not None:
@@ -507,11 +527,11 @@ class Interpreter:
             hint = " (one side is `none`: for example `.grad` is none until backward has run)"
         raise TypeError_(f"cannot apply `{op}` to {describe(a)} and {describe(b)}{hint}")
 
-    def binop(self, op: str, a, b, line: int, column: int):
+    def binop(self, op: str, a, b, pos: tuple):
         a, b = self._operands(op, a, b)
         tok = None
-        if SOURCE_POS is not None and (isinstance(a, Tensor) or isinstance(b, Tensor)):
-            tok = SOURCE_POS.set((self.source.filename if self.source else None, line, column))
+        if isinstance(a, Tensor) or isinstance(b, Tensor):
+            tok = SOURCE_POS.set(pos)
         try:
             return _BINOPS[op](a, b)
         finally:
@@ -530,7 +550,10 @@ class Interpreter:
             finally:
                 if tok is not None:
                     SOURCE_POS.reset(tok)
-        return self.binop(op[0], current, value, node.line, node.column)
+        pos = node.__dict__.get("_pos")
+        if pos is None:
+            pos = node._pos = self._make_pos(node.line, node.column, node.line, node.column, node.end_column)
+        return self.binop(op[0], current, value, pos)
 
     def getattr(self, obj, name: str):
         self._check_private(name, "attribute")

@@ -123,6 +123,16 @@ class _Builder(Transformer_NonRecursive):
         return [c for c in children if c is not None]
 
     @v_args(meta=True)
+    def paren(self, meta, children):
+        # `(a+b)`: the expression's span takes in its brackets, so that source text
+        # cut from it (node positions, `explain`) stays balanced
+        inner = children[0]
+        p = _pos(meta)
+        if p:
+            inner.line, inner.column, inner.end_column = p["line"], p["column"], p["end_column"]
+        return inner
+
+    @v_args(meta=True)
     def expr_stmt(self, meta, children):
         return A.ExprStmt(children[0], **_pos(meta))
 

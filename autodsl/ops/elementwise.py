@@ -6,7 +6,7 @@ or an edge-case convention chosen to match PyTorch.
 from __future__ import annotations
 
 
-from ..backend import namespace_of
+from ..backend import kind_of, namespace_of
 from ..errors import DTypeError, ValueError_
 from .registry import Op, apply, defop
 
@@ -21,6 +21,8 @@ class Add(Op):
     def forward(self, a, b):
         return a + b
 
+    rule = ("grad", "grad")
+
     def backward(self, g):
         return g, g
 
@@ -31,6 +33,8 @@ class Sub(Op):
     promote = True
     def forward(self, a, b):
         return a - b
+
+    rule = ("grad", "-grad")
 
     def backward(self, g):
         return g, (-g if self.needs_input_grad[1] else None)
@@ -46,6 +50,8 @@ class Mul(Op):
             na, nb = self.needs_input_grad
             self.save_for_backward(x if nb else None, y if na else None)
         return a * b
+
+    rule = ("grad * b", "grad * a")
 
     def backward(self, g):
         x, y = self.saved_tensors
@@ -64,6 +70,8 @@ class Div(Op):
             self.save_for_backward(x if self.needs_input_grad[1] else None, y)
         return a / b
 
+    rule = ("grad / b", "-grad * a / b^2")
+
     def backward(self, g):
         x, y = self.saved_tensors
         na, nb = self.needs_input_grad
@@ -74,9 +82,11 @@ class Div(Op):
 class Neg(Op):
     """-a."""
     def forward(self, a):
-        if a.dtype.kind == "b":
+        if kind_of(a.dtype) == "b":
             raise DTypeError("cannot negate a bool tensor; use logical_not(x) to flip true and false")
         return -a
+
+    rule = ("-grad",)
 
     def backward(self, g):
         return (-g,)
@@ -93,10 +103,12 @@ class Pow(Op):
         self.save_for_backward(x, y)
         if self._record and not self.needs_input_grad[1]:
             self.save_output = False       # x^c: the output is needed only for the exponent's gradient
-        if a.dtype.kind in "iub" and b.dtype.kind in "iub" and (b < 0).any():
+        if kind_of(a.dtype) in "iub" and kind_of(b.dtype) in "iub" and _xp(b).any(b < 0):
             raise ValueError_("integers to negative integer powers are not allowed (the result is not "
                               "an integer); use a floating base, e.g. tensor(..., dtype=float64)")
         return a ** b
+
+    rule = ("grad * b * a^(b-1)", "grad * out * log(a)")
 
     def backward(self, g):
         x, y, *rest = self.saved_tensors
@@ -108,7 +120,7 @@ class Pow(Op):
             # negative bases with integer exponents work.  torch: 0 where y == 0 (x^0 is
             # the constant 1, also at x = 0, where the formula would give 0·0^-1 = NaN).
             ga = g * y * x ** (y - 1)
-            if (y._data == 0).any():
+            if _xp(y._data).any(y._data == 0):
                 ga = where(y == 0, 0.0, ga)
         if nb:
             # d/dy x^y = x^y·log x.  torch: 0 where x == 0 and y >= 0 (the limit), NaN for x < 0.
@@ -126,6 +138,8 @@ class Exp(Op):
     def forward(self, a):
         return _xp(a).exp(a)
 
+    rule = ("grad * out",)
+
     def backward(self, g):
         (out,) = self.saved_tensors
         return (g * out,)   # d e^x = e^x
@@ -139,6 +153,8 @@ class Log(Op):
     def forward(self, a):
         self.save_for_backward(self.inputs[0])
         return _xp(a).log(a)
+
+    rule = ("grad / a",)
 
     def backward(self, g):
         (x,) = self.saved_tensors
@@ -155,6 +171,8 @@ class Sqrt(Op):
     def forward(self, a):
         return _xp(a).sqrt(a)
 
+    rule = ("grad / (2 * out)",)
+
     def backward(self, g):
         (out,) = self.saved_tensors
         return (g / (2 * out),)   # torch: +inf at 0, like x^0.5
@@ -169,6 +187,8 @@ class Sin(Op):
         self.save_for_backward(self.inputs[0])
         return _xp(a).sin(a)
 
+    rule = ("grad * cos(a)",)
+
     def backward(self, g):
         (x,) = self.saved_tensors
         return (g * cos(x),)
@@ -182,6 +202,8 @@ class Cos(Op):
     def forward(self, a):
         self.save_for_backward(self.inputs[0])
         return _xp(a).cos(a)
+
+    rule = ("-grad * sin(a)",)
 
     def backward(self, g):
         (x,) = self.saved_tensors
@@ -198,6 +220,8 @@ class Tan(Op):
     def forward(self, a):
         return _xp(a).tan(a)
 
+    rule = ("grad * (1 + out^2)",)
+
     def backward(self, g):
         (out,) = self.saved_tensors
         return (g * (1 + out * out),)   # d tan x = 1 + tan^2 x
@@ -212,6 +236,8 @@ class Tanh(Op):
 
     def forward(self, a):
         return _xp(a).tanh(a)
+
+    rule = ("grad * (1 - out^2)",)
 
     def backward(self, g):
         (out,) = self.saved_tensors
@@ -230,6 +256,8 @@ class Sigmoid(Op):
         e = xp.exp(-xp.abs(a))           # in (0, 1]: never overflows
         return xp.where(a >= 0, 1 / (1 + e), e / (1 + e))
 
+    rule = ("grad * out * (1 - out)",)
+
     def backward(self, g):
         (out,) = self.saved_tensors
         return (g * out * (1 - out),)     # s' = s(1-s): 0 at saturation, never inf/inf
@@ -241,7 +269,10 @@ class Relu(Op):
     save_output = True
 
     def forward(self, a):
-        return _xp(a).maximum(a, 0).astype(a.dtype, copy=False)
+        out = _xp(a).maximum(a, 0)
+        return out if out.dtype == a.dtype else _xp(a).astype(out, a.dtype)   # bool stays bool
+
+    rule = ("grad * (a > 0)",)
 
     def backward(self, g):
         (out,) = self.saved_tensors
@@ -255,6 +286,8 @@ class Abs(Op):
         self.save_for_backward(self.inputs[0])
         return _xp(a).abs(a)
 
+    rule = ("grad * sign(a)",)
+
     def backward(self, g):
         (x,) = self.saved_tensors
         return (g * sign(x),)   # torch: abs'(0) = sign(0) = 0
@@ -265,6 +298,8 @@ class Sign(Op):
     """-1, 0 or 1 by the sign of a; its gradient is 0 everywhere."""
     def forward(self, a):
         return _xp(a).sign(a)
+
+    rule = ("0",)
 
     def backward(self, g):
         return (g * 0,)
@@ -282,7 +317,9 @@ class Clamp(Op):
             out = xp.maximum(out, xp.asarray(min, dtype=a.dtype))
         if max is not None:
             out = xp.minimum(out, xp.asarray(max, dtype=a.dtype))
-        return out if out is not a else a.copy()
+        return out if out is not a else xp.asarray(a, copy=True)
+
+    rule = ("grad * (min <= a <= max)",)
 
     def backward(self, g):
         (x,) = self.saved_tensors
@@ -304,6 +341,8 @@ class ClampMin(Op):
         self.save_for_backward(*self.inputs)
         return _xp(a).maximum(a, lo)
 
+    rule = ("grad * (a >= b)", "grad * (a < b)")
+
     def backward(self, g):
         x, lo = self.saved_tensors
         keep = x >= lo                     # torch: x keeps the gradient at x == lo
@@ -318,6 +357,8 @@ class ClampMax(Op):
     def forward(self, a, hi):
         self.save_for_backward(*self.inputs)
         return _xp(a).minimum(a, hi)
+
+    rule = ("grad * (a <= b)", "grad * (a > b)")
 
     def backward(self, g):
         x, hi = self.saved_tensors
@@ -334,7 +375,10 @@ class Where(Op):
 
     def forward(self, c, a, b):
         self.save_for_backward(self.inputs[0])
-        return _xp(a).where(c.astype(bool, copy=False), a, b)
+        return _xp(a).where(c, a, b)         # c is bool: where() checks it
+
+    rule = (None, "grad * cond", "grad * !cond")
+    rule_inputs = ("cond", "a", "b")
 
     def backward(self, g):
         (c,) = self.saved_tensors
@@ -349,6 +393,8 @@ class Maximum(Op):
     def forward(self, a, b):
         self.save_for_backward(*self.inputs)
         return _xp(a).maximum(a, b)
+
+    rule = ("grad * (a > b) + grad/2 * (a == b)", "grad * (b > a) + grad/2 * (a == b)")
 
     def backward(self, g):
         x, y = self.saved_tensors
@@ -365,6 +411,8 @@ class Minimum(Op):
         self.save_for_backward(*self.inputs)
         return _xp(a).minimum(a, b)
 
+    rule = ("grad * (a < b) + grad/2 * (a == b)", "grad * (b < a) + grad/2 * (a == b)")
+
     def backward(self, g):
         x, y = self.saved_tensors
         half = g * 0.5                     # torch: ties split the gradient in half
@@ -376,7 +424,9 @@ class Minimum(Op):
 class Clone(Op):
     """A copy with its own storage (still in the graph)."""
     def forward(self, a):
-        return a.copy(order="K")      # torch: the clone keeps the memory layout
+        return _xp(a).asarray(a, copy=True)    # torch: the clone keeps the memory layout (NumPy: order K)
+
+    rule = ("grad",)
 
     def backward(self, g):
         return (g,)

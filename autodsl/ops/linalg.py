@@ -28,6 +28,8 @@ class Matmul(Op):
                              f"the left ({k1}) must equal the {'first' if b.ndim == 1 else 'second-to-last'} "
                              f"dim of the right ({k2})") from None
 
+    rule = ("grad @ b^T", "a^T @ grad")
+
     def backward(self, g):
         x, y = self.saved_tensors            # None where that gradient is not needed
         na, nb = self.needs_input_grad

@@ -1,7 +1,7 @@
 """Losses: mean squared error, negative log-likelihood, cross-entropy."""
 from __future__ import annotations
 
-from ..backend import namespace_of
+from ..backend import getitem, namespace_of
 from ..errors import DTypeError, ShapeError, ValueError_
 from .elementwise import where
 from .registry import Op, apply, defop
@@ -29,10 +29,12 @@ class MseLoss(Op):
         sq = d * d
         self.count = sq.size
         if reduction == "mean":
-            return sq.mean()
+            return namespace_of(sq).mean(sq)
         if reduction == "sum":
-            return sq.sum()
+            return namespace_of(sq).sum(sq)
         return sq
+
+    rule = ("grad * 2 * (a - b) / n", "-grad * 2 * (a - b) / n")
 
     def backward(self, g):
         x, y = self.saved_tensors
@@ -51,23 +53,24 @@ class NllLoss(Op):
         xp = namespace_of(logp)
         self.reduction = reduction
         self.shape = logp.shape
-        t = target.astype("int64", copy=False)
+        t = xp.astype(target, xp.int64, copy=False)
         valid = t != ignore_index
         safe = xp.where(valid, t, 0)
         if logp.ndim == 1:
             self.index = (safe,)
-            picked = -logp[safe]
         else:
             self.index = (xp.arange(logp.shape[0]), safe)
-            picked = -logp[self.index]
+        picked = -getitem(logp, self.index)
         self.valid = valid
-        picked = xp.where(valid, picked, 0.0).astype(logp.dtype, copy=False)
-        self.count = valid.sum()
+        picked = xp.astype(xp.where(valid, picked, 0.0), logp.dtype, copy=False)
+        self.count = xp.sum(xp.astype(valid, logp.dtype))     # in logp's dtype: a float32 loss stays float32
         if reduction == "mean":
-            return picked.sum() / self.count       # torch: nan when every row is ignored
+            return xp.sum(picked) / self.count       # torch: nan when every row is ignored
         if reduction == "sum":
-            return picked.sum()
+            return xp.sum(picked)
         return picked
+
+    rule = ("-grad at each target class (/ number of counted targets for mean)",)
 
     def backward(self, g):
         from ..tensor import Tensor  # noqa: PLC0415
@@ -103,11 +106,13 @@ def nll_loss(input, target, reduction="mean", ignore_index=-100):
         raise ShapeError(f"nll_loss: input of shape {x.shape} needs a target of shape "
                          f"{x.shape[:1] if x.ndim == 2 else ()}, got {t.shape}")
     n_classes = x.shape[-1]
-    td = t.numpy()
-    td = td[td != ignore_index]
-    if td.size and (td.min() < 0 or td.max() >= n_classes):
+    td = t._data
+    xp = namespace_of(td)
+    if xp.any((td != ignore_index) & ((td < 0) | (td >= n_classes))):
+        flat = t.tolist()
+        used = [v for v in (flat if isinstance(flat, list) else [flat]) if v != ignore_index]
         raise ValueError_(f"nll_loss: class indices must be in 0..{n_classes - 1} (or ignore_index="
-                          f"{ignore_index}), got {td.min()}..{td.max()}")
+                          f"{ignore_index}), got {min(used)}..{max(used)}")
     return apply(NllLoss, x, t, reduction=reduction, ignore_index=ignore_index)
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import builtins
 
-from ..backend import namespace_of, scatter_add
+from .. import backend
+from ..backend import kind_of, namespace_of, scatter_add
 from ..errors import IndexError_, ShapeError, TypeError_
 from .registry import Op, apply, defop
 
@@ -52,10 +53,12 @@ class Reshape(Op):
         if sum(1 for n in shape if n == -1) > 1:
             raise ShapeError(f"reshape: only one size may be -1 (inferred), got {shape}")
         try:
-            return a.reshape(shape)
+            return namespace_of(a).reshape(a, shape)
         except ValueError:
             raise ShapeError(f"cannot reshape a tensor of shape {a.shape} ({a.size} elements) into "
                              f"{shape}; the number of elements must stay the same") from None
+
+    rule = "grad reshaped to a's shape"
 
     def backward(self, g):
         return (g.reshape(self.in_shape),)
@@ -70,7 +73,12 @@ class Transpose(Op):
         self.dims = (_dim(dim0, a.ndim), _dim(dim1, a.ndim))
         if a.ndim < 2:
             return a
-        return namespace_of(a).swapaxes(a, *self.dims)
+        perm = list(range(a.ndim))
+        i, j = self.dims
+        perm[i], perm[j] = j, i
+        return namespace_of(a).permute_dims(a, tuple(perm))
+
+    rule = "grad transposed back"
 
     def backward(self, g):
         return (g.transpose(*self.dims) if g.ndim >= 2 else g,)
@@ -86,7 +94,9 @@ class Permute(Op):
         if sorted(dims) != list(range(a.ndim)):
             raise ShapeError(f"permute needs each of the {a.ndim} dims exactly once, got {dims}")
         self.dims = dims
-        return namespace_of(a).transpose(a, dims)
+        return namespace_of(a).permute_dims(a, dims)
+
+    rule = "grad permuted back"
 
     def backward(self, g):
         inverse = [self.dims.index(i) for i in range(len(self.dims))]
@@ -111,6 +121,8 @@ class Expand(Op):
         except ValueError:
             raise ShapeError(f"cannot expand shape {a.shape} to {shape}: only size-1 dims can grow") from None
 
+    rule = "grad summed over the expanded dimensions"
+
     def backward(self, g):
         from .registry import sum_to  # noqa: PLC0415
         return (sum_to(g, self.in_shape),)
@@ -128,10 +140,12 @@ class Cat(Op):
         self.sizes = [a.shape[d] for a in arrays]
         try:
             xp = namespace_of(arrays[0])
-            return xp.ascontiguousarray(xp.concatenate(arrays, axis=d))   # torch: a contiguous result
+            return backend.contiguous(xp.concat(list(arrays), axis=d))   # torch: a contiguous result
         except ValueError:
             raise ShapeError(f"cat along dim {d}: shapes {[a.shape for a in arrays]} must match except "
                              f"in dim {d}") from None
+
+    rule = "the slice of grad where this input was placed"
 
     def backward(self, g):
         out = []
@@ -155,7 +169,9 @@ class Stack(Op):
         if any(a.shape != arrays[0].shape for a in arrays):
             raise ShapeError(f"stack needs tensors of one shape, got {[a.shape for a in arrays]}")
         xp = namespace_of(arrays[0])
-        return xp.ascontiguousarray(xp.stack(arrays, axis=d))           # torch: a contiguous result
+        return backend.contiguous(xp.stack(list(arrays), axis=d))       # torch: a contiguous result
+
+    rule = "grad[i] along dim for the i-th input"
 
     def backward(self, g):
         lead = (slice(None),) * self.dim
@@ -173,17 +189,16 @@ def _key_arrays(key):
             if k.dtype.is_floating:
                 raise IndexError_("tensors used as indices must be integer or bool tensors "
                                   "(make them with dtype=int64, or from a comparison)")
-            out.append(k._data.copy())     # the index as it was: later writes to k do not move it
+            out.append(backend.copy(k._data))    # the index as it was: later writes to k do not move it
         elif isinstance(k, bool):
             raise IndexError_("true/false cannot index a tensor; use an integer, a slice or a bool tensor")
         elif isinstance(k, float):
             raise IndexError_(f"an index must be an integer, not {k!r}")
         elif isinstance(k, list):
-            from ..backend import asarray  # noqa: PLC0415
-            arr = asarray(k, None, "cpu")
-            if arr.size and arr.dtype.kind not in "biu":
+            arr = backend.asarray(k, None, "cpu")
+            if arr.size and kind_of(arr.dtype) not in "biu":
                 raise IndexError_("a list used as an index must hold integers or true/false values")
-            out.append(arr if arr.size else arr.astype("int64"))
+            out.append(arr if arr.size else namespace_of(arr).astype(arr, namespace_of(arr).int64))
         else:
             out.append(k)
     return tuple(out)
@@ -217,12 +232,14 @@ class GetItem(Op):
         self.key = key
         self.in_shape = a.shape
         self.basic = _is_basic(key)
-        if self.basic and all(isinstance(k, int) for k in key):
-            key = key + (Ellipsis,)     # a 0-d view rather than a copied scalar (x[0] += 1 writes x)
         try:
-            return a[key]
+            # basic keys get a trailing ...: x[0] of a vector is a 0-d view, not a copied scalar
+            # (x[0] += 1 writes x), and the standard wants it where fewer indices than dims are given
+            return backend.getitem(a, key)
         except IndexError as e:
             raise _index_error(a.shape, key, e) from None
+
+    rule = "grad placed into zeros of a's shape at the index (repeated indices add)"
 
     def backward(self, g):
         return (apply(IndexAdd, g, key=self.key, shape=self.in_shape, basic=self.basic),)
@@ -237,10 +254,12 @@ class IndexAdd(Op):
         xp = namespace_of(g)
         z = xp.zeros(shape, dtype=g.dtype)
         if basic:
-            z[key] = g
+            backend.setitem(z, key, g)
         else:
             scatter_add(z, key, g)     # plain z[key] += g would keep one of repeated indices
         return z
+
+    rule = "grad read at the index"
 
     def backward(self, gg):
         return (getitem(gg, _Raw(self.key)),)
@@ -252,15 +271,17 @@ class IndexPut(Op):
 
     def forward(self, a, v, key):
         self.key = key
-        out = a.copy()
+        out = namespace_of(a).asarray(a, copy=True)
         try:
-            out[key] = v
+            backend.setitem(out, key, v)
         except ValueError:
             raise ShapeError(f"cannot write a value of shape {v.shape} into a slice of shape "
-                             f"{a[key].shape}") from None
+                             f"{backend.getitem(a, key).shape}") from None
         except IndexError as e:
             raise _index_error(a.shape, key, e) from None
         return out
+
+    rule = ("grad with the written positions zeroed", "grad read at the written positions")
 
     def backward(self, g):
         na, nv = self.needs_input_grad

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import builtins
 
-from ..backend import namespace_of
+from ..backend import kind_of, namespace_of
 from ..errors import IndexError_, TypeError_, ValueError_
 from .registry import Op, apply, defop
 
@@ -62,7 +62,12 @@ class Sum(_Reduction):
     """Sum over dim."""
     def forward(self, a, dim=None, keepdim=False):
         axes = self._setup(a, dim, keepdim)
-        return a.sum(axis=axes, keepdims=keepdim)
+        xp = namespace_of(a)
+        if kind_of(a.dtype) == "b":         # torch: a sum of bools counts them (int64)
+            a = xp.astype(a, xp.int64)
+        return xp.sum(a, axis=axes, keepdims=keepdim)
+
+    rule = "grad expanded to a's shape"
 
     def backward(self, g):
         return (self._expand(g),)
@@ -76,7 +81,9 @@ class Mean(_Reduction):
         self.count = 1
         for ax in axes:
             self.count *= a.shape[ax]
-        return a.mean(axis=axes, keepdims=keepdim)
+        return namespace_of(a).mean(a, axis=axes, keepdims=keepdim)
+
+    rule = "grad / n expanded to a's shape (n elements averaged)"
 
     def backward(self, g):
         return (self._expand(g) / self.count,)
@@ -90,26 +97,28 @@ class Prod(_Reduction):
     def forward(self, a, dim=None, keepdim=False):
         axes = self._setup(a, dim, keepdim)
         self.save_for_backward(self.inputs[0])
-        return a.prod(axis=axes, keepdims=keepdim)
+        return namespace_of(a).prod(a, axis=axes, keepdims=keepdim)
+
+    rule = "grad * out / a (products of the other elements where a has zeros)"
 
     def backward(self, g):
         x, out = self.saved_tensors
-        xp = namespace_of(x._data)
-        if not (x._data == 0).any():
+        a = x._data
+        xp = namespace_of(a)
+        if not xp.any(a == 0):
             return (self._expand(g) * self._spread(out).expand(self.in_shape) / x,)
         # With zeros, out/x is 0/0: use the product of the other elements, from
         # exclusive cumulative products over the reduced dims (as torch's prod_backward).
         # This branch works on arrays, so it is not differentiable a second time.
-        a = x._data
         rest = [i for i in range(a.ndim) if i not in self.axes]
-        perm = rest + list(self.axes)
-        moved = xp.transpose(a, perm)
-        flat = moved.reshape(moved.shape[:len(rest)] + (-1,))
-        ones = xp.ones(flat.shape[:-1] + (1,), dtype=a.dtype)
-        left = xp.concatenate([ones, xp.cumprod(flat, axis=-1)[..., :-1]], axis=-1)
-        right = xp.flip(xp.concatenate([ones, xp.cumprod(xp.flip(flat, -1), axis=-1)[..., :-1]], axis=-1), -1)
-        inverse = [perm.index(i) for i in range(a.ndim)]
-        others = xp.transpose((left * right).reshape(moved.shape), inverse)
+        perm = tuple(rest + list(self.axes))
+        moved = xp.permute_dims(a, perm)
+        flat = xp.reshape(moved, moved.shape[:len(rest)] + (-1,))
+        left = xp.cumulative_prod(flat, axis=-1, include_initial=True)[..., :-1]
+        right = xp.flip(xp.cumulative_prod(xp.flip(flat, axis=-1), axis=-1, include_initial=True)[..., :-1],
+                        axis=-1)
+        inverse = tuple(perm.index(i) for i in range(a.ndim))
+        others = xp.permute_dims(xp.reshape(left * right, moved.shape), inverse)
         from ..tensor import Tensor  # noqa: PLC0415
         return (self._expand(g) * Tensor(others, _device=x.device),)
 
@@ -123,7 +132,9 @@ class _Extreme(_Reduction):
         if a.size == 0:
             raise ValueError_(f"{self.op_name} of an empty tensor has no value; check the shape")
         self.save_for_backward(self.inputs[0])
-        return getattr(a, self.pick)(axis=axes, keepdims=keepdim)
+        return getattr(namespace_of(a), self.pick)(a, axis=axes, keepdims=keepdim)
+
+    rule = "grad split evenly among the elements equal to out"
 
     def backward(self, g):
         x, out = self.saved_tensors         # the output is saved (version-checked), not kept raw
@@ -174,8 +185,11 @@ class ExtremeDim(Op):
 
     def forward(self, a, key, out_shape):
         self.key, self.in_shape = key, a.shape
-        src = a.reshape(1) if a.ndim == 0 else a
-        return src[key].reshape(out_shape)
+        xp = namespace_of(a)
+        src = xp.reshape(a, (1,)) if a.ndim == 0 else a
+        return xp.reshape(src[key], out_shape)
+
+    rule = "grad sent to the index of each extreme (the first one on ties)"
 
     def backward(self, g):
         from .movement import IndexAdd  # noqa: PLC0415
@@ -194,17 +208,18 @@ def _extreme_dim(pick, input, dim, keepdim):
     if a.size == 0:
         raise ValueError_(f"{pick} of an empty tensor has no value; check the shape")
     xp = namespace_of(a)
-    src = a.reshape(1) if a.ndim == 0 else a
+    src = xp.reshape(a, (1,)) if a.ndim == 0 else a
     d = _axes(dim, src.ndim)[0]
     idx = (xp.argmax if pick == "max" else xp.argmin)(src, axis=d, keepdims=True)   # first extreme
-    key = tuple(idx if i == d else xp.arange(n).reshape([n if j == i else 1 for j in range(src.ndim)])
+    key = tuple(idx if i == d else xp.reshape(xp.arange(n), tuple(n if j == i else 1 for j in range(src.ndim)))
                 for i, n in enumerate(src.shape))
     if a.ndim == 0:
         out_shape = ()
     else:
         out_shape = idx.shape if keepdim else idx.shape[:d] + idx.shape[d + 1:]
     values = apply(ExtremeDim, x, key=key, out_shape=out_shape)
-    return MinMaxResult(values, Tensor(idx.reshape(out_shape).astype("int64", copy=False), _device=x.device))
+    indices = xp.astype(xp.reshape(idx, out_shape), xp.int64, copy=False)
+    return MinMaxResult(values, Tensor(indices, _device=x.device))
 
 
 @defop("norm")
@@ -216,7 +231,9 @@ class Norm(_Reduction):
         axes = self._setup(a, dim, keepdim)
         self.save_for_backward(self.inputs[0])
         xp = namespace_of(a)
-        return xp.sqrt((a * a).sum(axis=axes, keepdims=keepdim))
+        return xp.sqrt(xp.sum(a * a, axis=axes, keepdims=keepdim))
+
+    rule = "grad * a / out"
 
     def backward(self, g):
         x, out = self.saved_tensors
@@ -235,7 +252,9 @@ class PNorm(_Reduction):
         self.p = p
         self.save_for_backward(self.inputs[0])
         xp = namespace_of(a)
-        return (xp.abs(a) ** p).sum(axis=axes, keepdims=keepdim) ** (1.0 / p)
+        return xp.sum(xp.abs(a) ** p, axis=axes, keepdims=keepdim) ** (1.0 / p)
+
+    rule = "grad * a * |a|^(p-2) / out^(p-1)"
 
     def backward(self, g):
         x, out = self.saved_tensors
@@ -255,9 +274,11 @@ class Var(_Reduction):
         for ax in axes:
             n *= a.shape[ax]
         self.denom = n - correction
-        mu = a.mean(axis=axes, keepdims=True)
-        d = a - mu
-        return (d * d).sum(axis=axes, keepdims=keepdim) / self.denom
+        xp = namespace_of(a)
+        d = a - xp.mean(a, axis=axes, keepdims=True)
+        return xp.sum(d * d, axis=axes, keepdims=keepdim) / self.denom
+
+    rule = "grad * 2 * (a - mean(a)) / (n - correction)"
 
     def backward(self, g):
         (x,) = self.saved_tensors
@@ -279,9 +300,10 @@ class Std(_Reduction):
             n *= a.shape[ax]
         self.denom = n - correction
         xp = namespace_of(a)
-        mu = a.mean(axis=axes, keepdims=True)
-        d = a - mu
-        return xp.sqrt((d * d).sum(axis=axes, keepdims=keepdim) / self.denom)
+        d = a - xp.mean(a, axis=axes, keepdims=True)
+        return xp.sqrt(xp.sum(d * d, axis=axes, keepdims=keepdim) / self.denom)
+
+    rule = "grad * (a - mean(a)) / ((n - correction) * out)"
 
     def backward(self, g):
         x, out = self.saved_tensors
@@ -302,6 +324,8 @@ class Logsumexp(_Reduction):
         self.save_for_backward(self.inputs[0])
         return _logsumexp(a, axes, keepdim)
 
+    rule = "grad * exp(a - out)"
+
     def backward(self, g):
         x, out = self.saved_tensors
         from .elementwise import exp  # noqa: PLC0415
@@ -310,10 +334,10 @@ class Logsumexp(_Reduction):
 
 def _logsumexp(a, axes, keepdim):
     xp = namespace_of(a)
-    m = a.max(axis=axes, keepdims=True)
-    m = xp.where(xp.isfinite(m), m, 0)     # an all -inf slice stays -inf, not nan
-    s = xp.log(xp.exp(a - m).sum(axis=axes, keepdims=True)) + m
-    return s if keepdim else s.reshape([n for i, n in enumerate(a.shape) if i not in axes])
+    m = xp.max(a, axis=axes, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, 0.0)     # an all -inf slice stays -inf, not nan
+    s = xp.log(xp.sum(xp.exp(a - m), axis=axes, keepdims=True)) + m
+    return s if keepdim else xp.reshape(s, tuple(n for i, n in enumerate(a.shape) if i not in axes))
 
 
 @defop("softmax")
@@ -328,10 +352,12 @@ class Softmax(Op):
             self.axis = None
             return xp.ones_like(a)
         (self.axis,) = _axes(dim, a.ndim)
-        m = a.max(axis=self.axis, keepdims=True)
-        m = xp.where(xp.isfinite(m), m, 0)
+        m = xp.max(a, axis=self.axis, keepdims=True)
+        m = xp.where(xp.isfinite(m), m, 0.0)
         e = xp.exp(a - m)
-        return e / e.sum(axis=self.axis, keepdims=True)
+        return e / xp.sum(e, axis=self.axis, keepdims=True)
+
+    rule = "out * (grad - sum(grad * out))"
 
     def backward(self, g):
         (out,) = self.saved_tensors
@@ -350,6 +376,8 @@ class LogSoftmax(Op):
             return namespace_of(a).zeros_like(a)
         (self.axis,) = _axes(dim, a.ndim)
         return a - _logsumexp(a, (self.axis,), True)
+
+    rule = "grad - exp(out) * sum(grad)"
 
     def backward(self, g):
         (out,) = self.saved_tensors

@@ -17,14 +17,15 @@ from __future__ import annotations
 import contextlib
 import weakref
 
-import numpy as np
-
 from .. import backend
+from ..backend import kind_of, namespace_of
 from ..autograd import grad_mode
+from ..autograd.anomaly import ON as _CHECKING
 from ..autograd.journal import record_values
+from ..autograd.watch import after_op, note_write
 from ..autograd.quiet import depth as quiet_depth
 from ..autograd.quiet import ieee
-from ..autograd.node import SOURCE_POS, Node, SavedOutput, next_seq_nr
+from ..autograd.node import SOURCE_POS, Node, SavedOutput, caller_pos, next_seq_nr
 from ..errors import AutogradError, DeviceError, DSLError, DTypeError, ShapeError
 from ..tensor import PUBLIC_METHODS, Tensor, as_tensor
 
@@ -124,11 +125,11 @@ def _combine(higher, lower):
 
 
 def _scalar_dtype(v):
-    if isinstance(v, (bool, np.bool_)):
+    if isinstance(v, backend.HOST_BOOL):
         return backend.bool_
-    if isinstance(v, (int, np.integer)):
+    if isinstance(v, backend.HOST_INT):
         return backend.int64
-    if isinstance(v, (float, np.floating)):
+    if isinstance(v, backend.HOST_FLOAT):
         return backend.get_default_dtype()
     return None
 
@@ -153,12 +154,13 @@ def _promoted(cls, inputs):
         # the usual binary case first: x * y of one dtype, or x * 0.5 with a floating x
         a, b = inputs
         if type(a) is Tensor:
-            kind = a._data.dtype.kind
+            arr = a._data
+            kind = kind_of(arr.dtype)
             if type(b) is Tensor:
-                if a._data.dtype == b._data.dtype and (kind == "f" or not cls.floating):
+                if arr.dtype == b._data.dtype and (kind == "f" or not cls.floating):
                     return [a, b]
-            elif type(b) is float and kind == "f" and a.device == "cpu":
-                return [a, Tensor(np.asarray(b, dtype=a._data.dtype), _device="cpu")]
+            elif type(b) is float and kind == "f":
+                return [a, Tensor(namespace_of(arr).asarray(b, dtype=arr.dtype), _device=a.device)]
     which = range(len(inputs)) if cls.promote is True else cls.promote
     # Fast path: tensors of one dtype, plus plain numbers that do not raise its category.
     np_dt = None
@@ -179,13 +181,13 @@ def _promoted(cls, inputs):
         else:
             break
     else:
-        kind = np_dt.kind if np_dt is not None else None
+        kind = kind_of(np_dt) if np_dt is not None else None
         if kind == "f" or (kind == "i" and not numbers & 2 and not cls.floating) or \
                 (kind == "b" and not numbers and not cls.floating):
             if not numbers:
                 return list(inputs) if cls.promote is True else _to_tensors(inputs)
             first = next(inputs[i] for i in which if type(inputs[i]) is Tensor)
-            xp = backend.namespace_of(first._data)
+            xp = namespace_of(first._data)
             out = list(inputs)
             for i in which:
                 v = inputs[i]
@@ -209,7 +211,7 @@ def _promote_slow(cls, inputs, which):
             if v.dtype is not dt:
                 out[i] = to_op(v, dtype=dt)
         elif _scalar_dtype(v) is not None:
-            out[i] = Tensor(backend.xp(device).asarray(v, dtype=dt.np), _device=device)
+            out[i] = Tensor(backend.asarray(v, dt, device), _device=device)
     return _to_tensors(out)
 
 
@@ -238,7 +240,8 @@ def apply(cls, *inputs, **params) -> Tensor:
     node = cls.__new__(cls)
     diff = cls.differentiable
     record = False
-    if not cls.never_differentiable and grad_mode.is_grad_enabled():
+    grad_on = grad_mode.is_grad_enabled()
+    if grad_on and not cls.never_differentiable:
         for i, t in enumerate(tensors):
             if t._requires_grad and (diff is None or i in diff):
                 record = True
@@ -275,7 +278,7 @@ def apply(cls, *inputs, **params) -> Tensor:
         node._released = False
         node._retained = None
         node.seq_nr = next_seq_nr()
-        node.pos = SOURCE_POS.get()
+        node.pos = SOURCE_POS.get() or caller_pos()
         edges = node.next_edges
         if None in edges:     # graph() shows the value of a scalar constant input (x * 0.5)
             node._consts = tuple(t._data if e is None and t._data.ndim == 0 else None
@@ -291,6 +294,8 @@ def apply(cls, *inputs, **params) -> Tensor:
             node._saved = (node._saved or ()) + (SavedOutput(out),)
         out.grad_fn = node
         out._requires_grad = True
+    if _CHECKING[0] or not (record or grad_on and not cls.never_differentiable):
+        after_op(cls, tensors, out, node if record else None, grad_on)    # anomaly mode; why()
     return out
 
 
@@ -380,7 +385,7 @@ def _move_history(t: Tensor, node) -> None:
 
 def _snapshot(t: Tensor) -> Tensor:
     """A copy of t's values that keeps t's place in the graph (its grad_fn or its leaf)."""
-    old = Tensor(t._data.copy(), _device=t.device)
+    old = Tensor(backend.copy(t._data), _device=t.device)
     old.grad_fn = t.grad_fn
     old._requires_grad = t._requires_grad
     if t.grad_fn is None and t._requires_grad:
@@ -414,19 +419,23 @@ def _write(target: Tensor, out: Tensor, what: str) -> None:
                          f"{target.dtype.name}; make the tensor floating (dtype=float64) first")
     if out.shape != target.shape:
         try:
-            ok = np.broadcast_shapes(out.shape, target.shape) == target.shape
+            ok = backend.broadcast_shapes(out.shape, target.shape) == target.shape
         except ValueError:
             ok = False
         if not ok:
             raise ShapeError(f"{what}: the result has shape {out.shape}, which does not fit the tensor "
                              f"written into (shape {target.shape})")
     record_values(target)
+    src = out._data
+    if src.dtype != target._data.dtype:      # e.g. int64 into float64: the standard casts explicitly
+        src = namespace_of(src).astype(src, target._data.dtype)
     try:
-        target._data[...] = out._data
+        target._data[...] = src
     except ValueError as e:
         raise AutogradError(f"{what}: this tensor cannot be written into ({e}); "
                             "an expanded tensor shares memory between elements, clone() it first") from None
     target._version[0] += 1
+    note_write(target)              # where: version errors name the line of the write
 
 
 # -- helpers that the engine and several ops use ---------------------------------------------
@@ -452,8 +461,11 @@ class SumTo(Op):
         for i, n in enumerate(shape):
             if n != 1 and a.shape[lead + i] != n:
                 raise ValueError(f"cannot sum shape {a.shape} to {shape}")
-        out = a.sum(axis=axes, keepdims=True) if axes else a
-        return out.reshape(shape)
+        xp = namespace_of(a)
+        out = xp.sum(a, axis=axes, keepdims=True) if axes else a
+        return xp.reshape(out, shape)
+
+    rule = "grad summed back to a's shape"
 
     def backward(self, g):
         from .movement import expand  # noqa: PLC0415
@@ -475,9 +487,13 @@ class ToCopy(Op):
     def forward(self, a, dtype, device):
         self.src = (backend.dtype_of(a), backend.device_of(a))
         if device != backend.device_of(a):
-            host = backend.to_host(a)
-            a = backend.xp(device).asarray(host)
-        return a.astype(dtype.np, copy=False) if dtype is not None else a
+            a = backend.asarray(backend.to_host(a), None, device)
+        if dtype is None:
+            return a
+        xp = namespace_of(a)
+        return xp.astype(a, backend.native_dtype(dtype, xp), copy=False)
+
+    rule = "grad converted back to a's dtype and device"
 
     def backward(self, g):
         dt, dev = self.src

@@ -1,0 +1,155 @@
+"""The local rule of a node, as text a student reads: ``grad_a = grad * b * a^(b-1) = 1 * 3 * (-4.5)^2``.
+
+Each op declares its rule next to its backward (``rule`` on the op class:
+one formula per input, or one sentence for all inputs), written with
+``grad`` (the gradient flowing into the node), ``out`` (the node's output)
+and the input names ``a``, ``b``, ``c`` (``rule_inputs`` renames them, e.g.
+``where``'s ``cond``). The formula is documentation, never evaluated: the
+numbers the node sent come from its backward. Where every name in a formula
+is a scalar, the formula is repeated with the numbers put in.
+"""
+from __future__ import annotations
+
+import re
+
+from .. import backend
+from ..textfmt import format_number
+
+__all__ = ["rule_text", "input_names", "input_value", "output_value", "scalar_values", "with_numbers",
+           "operand_names", "with_operands"]
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# functions a formula may call: they are left as they are when numbers go in
+_FUNCTIONS = frozenset({"cos", "sin", "log", "exp", "sign", "sqrt", "sum", "mean"})
+
+
+def rule_text(node, i: int) -> str | None:
+    """The formula (or sentence) for the gradient ``node`` sends to its input ``i``, or None."""
+    rule = getattr(node, "rule", None)
+    if rule is None:
+        return None
+    if isinstance(rule, str):
+        return rule
+    return rule[i] if i < len(rule) else None
+
+
+def input_names(node) -> tuple:
+    return getattr(node, "rule_inputs", ("a", "b", "c"))
+
+
+def input_value(node, i: int):
+    """The (backend) array ``node``'s input ``i`` had, where the graph still knows it: a leaf's
+    data, a scalar constant, or the output of the node that made it; else None."""
+    from .node import AccumulateGrad  # noqa: PLC0415
+    edges = node.next_edges
+    nxt = edges[i] if i < len(edges) else None
+    if nxt is None:
+        consts = getattr(node, "_consts", None)
+        return consts[i] if consts is not None and i < len(consts) else None
+    if isinstance(nxt, AccumulateGrad):
+        return nxt.variable._data
+    return output_value(nxt)
+
+
+def output_value(node):
+    """The (backend) array ``node`` produced, while its output is alive or is a scalar; else None."""
+    from .node import AccumulateGrad  # noqa: PLC0415
+    if isinstance(node, AccumulateGrad):
+        return node.variable._data
+    ref = getattr(node, "_out_ref", None)
+    out = ref() if ref is not None else None
+    if out is not None:
+        return out._data
+    return getattr(node, "_out_scalar", None)
+
+
+def scalar_values(node) -> dict | None:
+    """``{"a": 2.0, "b": 3.0, "out": 8.0}`` for the scalar inputs and output of ``node``
+    (host floats, copied now: later in-place writes do not change them); None if the
+    node has no formula that could use them."""
+    rule = getattr(node, "rule", None)
+    if rule is None or isinstance(rule, str):
+        return None
+    values = {}
+    for i, name in enumerate(input_names(node)[:len(node.next_edges)]):
+        arr = input_value(node, i)
+        if arr is not None and arr.ndim == 0:
+            values[name] = _host_scalar(arr)
+    arr = output_value(node)
+    if arr is not None and arr.ndim == 0:
+        values["out"] = _host_scalar(arr)
+    return values
+
+
+def operand_names(node, names=None, labels=None) -> list:
+    """How a person would call each input of ``node``: the variable name (``names``:
+    ``{id(tensor): name}``), a scalar constant's value, the source text of the
+    expression that made it (in brackets when it has operators), or else its node's
+    label in angle brackets (``labels``: {node: label}); None when nothing is known."""
+    from .node import AccumulateGrad, pos_text  # noqa: PLC0415
+    names = names or {}
+    consts = getattr(node, "_consts", None)
+    out = []
+    for i, nxt in enumerate(node.next_edges):
+        label = None
+        if nxt is None:
+            c = consts[i] if consts is not None and i < len(consts) else None
+            label = None if c is None else _number(_host_scalar(c))
+        elif isinstance(nxt, AccumulateGrad):
+            label = names.get(id(nxt.variable))
+        else:
+            ref = getattr(nxt, "_out_ref", None)
+            t = ref() if ref is not None else None
+            label = names.get(id(t)) if t is not None else None
+            if label is None and nxt.pos and nxt.pos[2] is not None:    # language text only
+                text = pos_text(nxt.pos)
+                if text and len(text) <= 30:
+                    label = text if _NAME.fullmatch(text) else f"({text})"
+        if label is None:
+            if nxt is None:
+                label = "<constant>"
+            elif labels is not None and nxt in labels:
+                label = f"<{labels[nxt]}>"
+        out.append(label)
+    return out
+
+
+def with_operands(formula: str, node, labels: list) -> str:
+    """``formula`` with the input names replaced by ``labels`` (from ``operand_names``) where known."""
+    table = {n: lab for n, lab in zip(input_names(node), labels) if lab is not None}
+    if not table:
+        return formula
+    return _NAME.sub(lambda m: table.get(m.group(0), m.group(0)), formula)
+
+
+def _host_scalar(arr):
+    v = backend.to_host(arr)
+    return v.item() if hasattr(v, "item") else v
+
+
+def with_numbers(formula: str, values: dict, grad) -> str | None:
+    """``formula`` with every name replaced by its number, or None when a name has no scalar value."""
+    if values is None or grad is None or getattr(grad, "ndim", 0) != 0 or formula.strip() == "grad":
+        return None
+    values = dict(values, grad=_host_scalar(grad))
+    missing = False
+
+    def put(m):
+        nonlocal missing
+        name = m.group(0)
+        if name in _FUNCTIONS:
+            return name
+        if name not in values:
+            missing = True
+            return name
+        return _number(values[name])
+
+    text = _NAME.sub(put, formula)
+    return None if missing or text == formula else text
+
+
+def _number(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    s = format_number(v)
+    return f"({s})" if s.startswith("-") else s

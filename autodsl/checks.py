@@ -1,0 +1,651 @@
+"""Checking a derivative: analytic gradients (backward) against numeric ones (central
+differences in float64).
+
+- ``check(f, [w1, b])``: a table, element by element, of a scalar function's
+  gradient: analytic against numeric, absolute and relative error, the worst
+  element, and PASS/FAIL with the tolerances (``CheckResult``).
+- ``gradcheck(fn, inputs)`` / ``gradgradcheck(fn, inputs)``: PyTorch's
+  ``torch.autograd.gradcheck`` / ``gradgradcheck``: the full Jacobian of every
+  output with respect to every input that requires grad (of the gradient, for
+  ``gradgradcheck``); True, or an AutogradError naming the input, the element
+  and both numbers (False with ``raise_exception=false``).
+
+The numeric derivative of ``f`` along element ``j`` of an input is
+``(f(x + eps e_j) - f(x - eps e_j)) / (2 eps)``. A derivative can only be
+checked by recomputing ``f`` at nudged inputs, and a tensor does not keep the
+program that made it (its graph holds backward nodes, not the forward ops'
+arguments), so every check here takes a function. ``check`` accepts two kinds:
+a function of the inputs (``def f(w1, b) { ... }``, run on float64 copies) or
+a function of no arguments that reads the inputs where they live
+(``def loss() { return mse_loss(x @ w1 + b, y) }``, whose inputs are nudged in
+place and restored exactly, version counters untouched).
+
+Criterion (PyTorch's, elementwise): ``|analytic - numeric| <= atol + rtol * |numeric|``.
+"""
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import numpy as np
+
+from . import backend
+from .autograd.grad_mode import enable_grad
+from .autograd.trace import tracing
+from .creation import zeros_like
+from .errors import AutogradError, DTypeError, TypeError_, ValueError_
+from .functional import grad
+from .graphview import NAMES
+from .tensor import Tensor
+
+__all__ = ["check", "gradcheck", "gradgradcheck", "CheckResult", "CheckRow"]
+
+EPS, ATOL, RTOL = 1e-6, 1e-5, 1e-3
+_FIRST_ROWS = 3        # a large input shows its first elements, its worst and its failures
+_MAX_FAILS_SHOWN = 3
+_SMALL = 8             # an input with at most this many elements is shown whole
+
+
+# ---- small helpers ----------------------------------------------------------------------------
+
+def _describe(v) -> str:
+    if v is None:
+        return "none"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return f"the number {v!r}"
+    if isinstance(v, Tensor):
+        return f"a tensor of shape {v.shape}"
+    return f"a {type(v).__name__}"
+
+
+def _fn_name(fn) -> str:
+    name = getattr(fn, "name", None) or getattr(fn, "__name__", None)
+    return name if isinstance(name, str) and name.isidentifier() else "f"
+
+
+def _param_info(fn):
+    """(positional parameter names, how many are required, how many at most (None: any)) or None."""
+    params, defaults = getattr(fn, "params", None), getattr(fn, "defaults", None)
+    if isinstance(params, list) and isinstance(defaults, dict) and all(hasattr(p, "name") for p in params):
+        names = [p.name for p in params]          # a language function (lang.interpreter.UserFunction)
+        return names, sum(n not in defaults for n in names), len(names)
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    names, required, most = [], 0, 0
+    for p in sig.parameters.values():
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+            most += 1
+            required += p.default is p.empty
+        elif p.kind is p.VAR_POSITIONAL:
+            most = None
+    return names, required, most
+
+
+def _as_inputs(inputs, what: str) -> list:
+    items = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+    if not items:
+        raise ValueError_(f"{what}() needs at least one input tensor to differentiate with respect to")
+    return items
+
+
+def _copy64(t: Tensor) -> Tensor:
+    """A float64 copy of t's values with t's requires_grad, on t's device (integers stay integers)."""
+    xp = backend.namespace_of(t._data)
+    floating = t.dtype.is_floating
+    arr = xp.array(t._data, dtype=np.float64 if floating else t._data.dtype, copy=True)
+    c = Tensor(arr, _device=t.device)
+    if floating and t.requires_grad:
+        c.requires_grad_(True)
+    return c
+
+
+def _host(t: Tensor) -> np.ndarray:
+    return np.asarray(backend.to_host(t._data), dtype=np.float64)
+
+
+def _index_text(idx: tuple) -> str:
+    return "[" + ", ".join(str(int(i)) for i in idx) + "]" if idx else "-"
+
+
+def _element(name: str, idx: tuple) -> str:
+    return name + (_index_text(idx) if idx else "")
+
+
+def _num(v: float) -> str:
+    if v != v:
+        return "nan"
+    if v in (float("inf"), float("-inf")):
+        return "inf" if v > 0 else "-inf"
+    text = f"{v:.8g}"
+    if text in ("0", "-0"):
+        return "0.0"
+    return text if any(c in text for c in ".e") else text + ".0"
+
+
+def _err(v: float) -> str:
+    if v != v:
+        return "nan"
+    if v == float("inf"):
+        return "inf"
+    return "0" if v == 0 else f"{v:.1e}"
+
+
+class _Nudge:
+    """Nudges one element of a tensor's storage and puts the exact old value back (no version bump)."""
+
+    def __init__(self, t: Tensor, label: str, what: str):
+        arr = self.arr = t._data
+        flags = getattr(arr, "flags", None)
+        strides = getattr(arr, "strides", ())
+        if (flags is not None and not getattr(flags, "writeable", True)) or (arr.size > 1 and 0 in strides):
+            raise AutogradError(f"{what}(): {label} shares memory between its elements (an expanded or "
+                                "broadcast tensor), so one element cannot be nudged alone; clone() it first")
+
+    def central(self, idx, eps: float, evaluate):
+        """(f at x + eps, f at x - eps, the step actually taken) along element ``idx``.
+
+        The step is read back from storage: in float32 ``x + eps`` rounds, and
+        dividing by the rounded step instead of ``2 eps`` keeps the quotient honest.
+        """
+        arr = self.arr
+        old = arr[idx].copy()
+        x = float(old)
+        try:
+            arr[idx] = x + eps
+            hi = float(arr[idx])
+            plus = evaluate()
+            arr[idx] = x - eps
+            lo = float(arr[idx])
+            minus = evaluate()
+        finally:
+            arr[idx] = old
+        if hi == lo:
+            raise ValueError_(f"eps={eps:g} is too small to change a {arr.dtype} value of {x:g}; "
+                              "use a larger eps")
+        return plus, minus, hi - lo
+
+
+def _ratio(abs_err: float, numeric: float, atol: float, rtol: float) -> float:
+    """How far past the tolerance an element is (> 1: it fails); nan counts as failing."""
+    if abs_err != abs_err:
+        return float("inf")
+    tol = atol + rtol * abs(numeric)
+    if tol > 0:
+        return abs_err / tol
+    return 0.0 if abs_err == 0 else float("inf")
+
+
+def _check_tolerances(eps, atol, rtol, what: str) -> tuple:
+    try:
+        eps, atol, rtol = float(eps), float(atol), float(rtol)
+    except (TypeError, ValueError):
+        raise TypeError_(f"{what}(): eps, atol and rtol must be numbers") from None
+    if not eps > 0:
+        raise ValueError_(f"{what}(): eps must be a small positive number (1e-6 is usual), not {eps!r}")
+    if atol < 0 or rtol < 0:
+        raise ValueError_(f"{what}(): atol and rtol must not be negative")
+    return eps, atol, rtol
+
+
+# ---- check(): the table -----------------------------------------------------------------------
+
+class CheckRow:
+    """One element of one input in a ``check`` table."""
+
+    __slots__ = ("name", "input", "index", "analytic", "numeric", "abs_err", "rel_err", "ok", "ratio")
+
+    def __init__(self, name, input, index, analytic, numeric, atol, rtol):
+        self.name = name                 # the input's name (variable, parameter, or "input i")
+        self.input = input               # its position in the inputs
+        self.index = tuple(int(i) for i in index)
+        self.analytic = float(analytic)
+        self.numeric = float(numeric)
+        diff = abs(self.analytic - self.numeric)
+        self.abs_err = diff if diff == diff else float("nan")
+        scale = max(abs(self.analytic), abs(self.numeric))
+        self.rel_err = 0.0 if diff == 0 else (diff / scale if scale > 0 else float("nan"))
+        self.ratio = _ratio(self.abs_err, self.numeric, atol, rtol)
+        self.ok = self.ratio <= 1.0
+
+    @property
+    def element(self) -> str:
+        """``w1[0, 1]`` (the name alone for a scalar input)."""
+        return _element(self.name, self.index)
+
+    def __repr__(self) -> str:
+        return (f"CheckRow({self.element}: analytic={self.analytic!r}, numeric={self.numeric!r}, "
+                f"abs_err={self.abs_err:.3g}, ok={self.ok})")
+
+
+class CheckResult:
+    """What ``check`` found: printed as a table; the data for programs.
+
+    Attributes: ``ok`` (every element within tolerance), ``rows`` (a ``CheckRow``
+    per element of every input, in order), ``worst`` (the row farthest from, or
+    past, its tolerance ``atol + rtol*|numeric|``), ``failures`` (the failing rows),
+    ``names`` (the inputs' names), ``value`` (f at the inputs), ``function``,
+    ``eps``, ``atol``, ``rtol``, ``dtype`` (what the numeric side ran in).
+    """
+
+    def __init__(self, function, names, rows, value, eps, atol, rtol, dtype):
+        self.function = function
+        self.names = list(names)
+        self.rows = rows
+        self.value = value
+        self.eps, self.atol, self.rtol = eps, atol, rtol
+        self.dtype = dtype
+        self.failures = [r for r in rows if not r.ok]
+        self.ok = not self.failures
+        self.worst = max(rows, key=lambda r: r.ratio) if rows else None
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def _shown(self) -> list:
+        """The rows the table shows: all of a small input; else its first ones, worst and failures."""
+        shown = []
+        for k in range(len(self.names)):
+            block = [r for r in self.rows if r.input == k]
+            if len(block) <= _SMALL:
+                shown.extend(block)
+                continue
+            keep = set(range(_FIRST_ROWS))
+            worst = max(range(len(block)), key=lambda i: block[i].ratio)
+            keep.add(worst)
+            fails = [i for i, r in enumerate(block) if not r.ok]
+            keep.update(sorted(fails, key=lambda i: -block[i].ratio)[:_MAX_FAILS_SHOWN])
+            last = -1
+            for i in sorted(keep):
+                if i != last + 1:
+                    shown.append(None)     # a gap
+                shown.append(block[i])
+                last = i
+            if last != len(block) - 1:
+                shown.append(None)
+        return shown
+
+    def table(self) -> str:
+        head = ["input", "index", "analytic", "numeric", "abs err", "rel err", ""]
+        lines, body = [], []
+        shown = self._shown()
+        for r in shown:
+            if r is None:
+                body.append(None)
+                continue
+            mark = []
+            if not r.ok:
+                mark.append("FAIL")
+            if r is self.worst:
+                mark.append("<- worst")
+            body.append([r.name, _index_text(r.index), _num(r.analytic), _num(r.numeric),
+                         _err(r.abs_err), _err(r.rel_err), " ".join(mark)])
+        cells = [head] + [b for b in body if b is not None]
+        widths = [max(len(c[i]) for c in cells) for i in range(len(head))]
+
+        def fmt(row):
+            return "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+
+        lines.append(fmt(head))
+        for b in body:
+            lines.append("  ..." if b is None else fmt(b))
+        n_shown = sum(r is not None for r in shown)
+        if n_shown < len(self.rows):
+            lines.append(f"  (showing {n_shown} of {len(self.rows)} elements: the first of each large "
+                         "input, its worst and its failures)")
+        return "\n".join(lines)
+
+    def verdict(self) -> str:
+        rule = "|analytic - numeric| <= atol + rtol*|numeric|"
+        tol = f"(atol={self.atol:g}, rtol={self.rtol:g})"
+        n, w = len(self.rows), self.worst
+        if self.ok:
+            worst = f"; worst {w.element}: abs err {_err(w.abs_err)}" if w is not None else ""
+            return f"PASS: {rule} for all {n} elements {tol}{worst}"
+        return (f"FAIL: {rule} fails for {len(self.failures)} of {n} elements {tol}; worst {w.element}: "
+                f"analytic {_num(w.analytic)}, numeric {_num(w.numeric)}")
+
+    def __str__(self) -> str:
+        value = f" = {_num(self.value)}" if self.value is not None else ""
+        head = (f"check {self.function}{value}: analytic (backward) vs numeric (central differences, "
+                f"eps={self.eps:g}, {self.dtype})")
+        return "\n".join([head, self.table(), self.verdict()])
+
+    __repr__ = __str__
+
+
+def _names_from_session(inputs) -> list:
+    """The variable names the running Session binds to each input (None where there is none)."""
+    provider = NAMES.get()
+    namespace = provider() if provider is not None else None
+    out = []
+    for t in inputs:
+        name = None
+        if namespace is not None:
+            for k, v in namespace.items():
+                if v is t and isinstance(k, str) and not k.startswith("_"):
+                    name = k
+                    break
+        out.append(name)
+    return out
+
+
+def _scalar_of(out, fname: str, what: str) -> Tensor:
+    if not isinstance(out, Tensor):
+        raise TypeError_(f"{what}(): {fname} returned {_describe(out)}, but it must return a tensor "
+                         "with a single element (a loss)")
+    if out.numel() != 1:
+        raise ValueError_(f"{what}(): {fname} returned a tensor of shape {out.shape}, but check compares "
+                          "the gradient of a single number; reduce it (.sum(), .mean()) or use "
+                          "gradcheck(f, inputs) to check its whole Jacobian")
+    if not out.dtype.is_floating:
+        raise DTypeError(f"{what}(): {fname} returned a {out.dtype.name} tensor, which has no gradient; "
+                         "compute it in floating point")
+    return out
+
+
+def check(f, inputs, eps=None, atol=None, rtol=None, names=None):
+    """Check the gradient of a scalar function element by element: analytic (backward)
+    against numeric (central differences). Returns a ``CheckResult``, printed as a table.
+
+    ``f``: a function returning a tensor with one element (a loss), either
+    - of the inputs: ``def f(w1, b) { ... }`` is called as ``f(w1, b)`` on float64
+      copies of the inputs (float32 inputs are checked in float64: the formulas,
+      not float32 rounding), or
+    - of no arguments, reading the inputs where they are: ``def loss() { ... }``;
+      each input element is nudged in place by ``±eps`` and restored exactly
+      afterwards (version counters untouched). Such inputs must require grad;
+      with float32 inputs the numeric side runs in float32 (a warning says so),
+      with float32 defaults for the tolerances.
+
+    ``eps``, ``atol``, ``rtol``: the step and tolerances; by default 1e-6, 1e-5,
+    1e-3 (PyTorch's gradcheck), or 1e-3, 1e-3, 1e-2 when the numeric side runs in
+    float32. ``inputs``: a tensor or a list of tensors (floating). ``names``: optional list
+    of names for the table; by default the variable names of the running
+    session, else the function's parameter names, else ``input 0``, ...
+
+    Each row: input, index, analytic, numeric, abs err ``|a - n|``, rel err
+    ``|a - n| / max(|a|, |n|)``. An element passes when
+    ``|a - n| <= atol + rtol*|n|`` (PyTorch's gradcheck rule); the worst is the
+    one closest to (or farthest past) that bound. Large inputs are summarized
+    (first elements, worst, failures). The result has ``.ok``, ``.rows``,
+    ``.worst``, ``.failures`` for programs; ``check`` itself never raises on a
+    mismatch (``gradcheck`` does).
+
+    A tensor ``f`` is refused (TypeError_): its graph holds backward nodes, not
+    the program that computed it, so it cannot be recomputed at nudged inputs.
+
+    Raises TypeError_ / ValueError_ / DTypeError for a wrong ``f`` or inputs,
+    AutogradError for a no-argument ``f`` whose inputs do not require grad.
+
+    Example: ``def loss() { return ((x @ w + b - y)^2).mean() }; check(loss, [w, b])``
+    """
+    if isinstance(f, Tensor):
+        raise TypeError_(
+            "check() needs the function that computes f, not the tensor f: a tensor's graph keeps the "
+            "backward steps, not the program, so f cannot be recomputed at nudged inputs. Write "
+            "def loss() { return ... } (reading w1, b) or def loss(w1, b) { ... }, then check(loss, [w1, b])")
+    if not callable(f):
+        raise TypeError_(f"check() needs a function as its first argument, not {_describe(f)}")
+    inputs = _as_inputs(inputs, "check")
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise TypeError_(f"check(): input {i} is {_describe(t)}, not a tensor")
+        if not t.dtype.is_floating:
+            raise DTypeError(f"check(): input {i} is {t.dtype.name}; only floating tensors have gradients")
+    fname = _fn_name(f)
+    info = _param_info(f)
+    n = len(inputs)
+    positional = info is None or (info[1] <= n and (info[2] is None or n <= info[2]))
+    if not positional and info[1] != 0:
+        raise TypeError_(
+            f"check(): {fname} takes {info[1]} argument{'s' if info[1] != 1 else ''} but {n} input"
+            f"{'s were' if n != 1 else ' was'} given; give a function of the inputs (def {fname}(w1, b) "
+            f"{{ ... }}, one parameter per input) or of no arguments that reads them (def {fname}() {{ ... }})")
+    label = list(names) if names is not None else [None] * n
+    if len(label) != n:
+        raise ValueError_(f"check(): {len(label)} names for {n} inputs; give one name per input")
+    session_names = _names_from_session(inputs)
+    for i in range(n):
+        if label[i] is None:
+            label[i] = session_names[i] or (info[0][i] if positional and info and i < len(info[0]) else None) \
+                or f"input {i}"
+        label[i] = str(label[i])
+
+    with enable_grad(), tracing(False):      # hundreds of backward passes: no trace of each
+        if positional:
+            work = [_copy64(t).requires_grad_(True) for t in inputs]
+            call = lambda: f(*work)  # noqa: E731
+            dtype = "float64"
+        else:
+            for i, t in enumerate(inputs):
+                if not t.requires_grad:
+                    raise AutogradError(
+                        f"check(): {label[i]} does not require grad, so {fname}() has no gradient for it; "
+                        f"make it with requires_grad=true, or give {fname} a parameter per input")
+            work = list(inputs)
+            call = f
+            narrow = [label[i] for i, t in enumerate(inputs) if t.dtype.name != "float64"]
+            if narrow:
+                dtype = next(t.dtype.name for t in inputs if t.dtype.name != "float64")
+                warnings.warn(
+                    f"check(): {', '.join(narrow)} {'is' if len(narrow) == 1 else 'are'} {dtype}, so the "
+                    f"numeric gradient is computed in {dtype}, with looser defaults (eps=1e-3, atol=1e-3, "
+                    "rtol=1e-2); make the inputs float64 for a strict check, or give "
+                    f"{fname} one parameter per input (it then runs on float64 copies)",
+                    UserWarning, stacklevel=2)
+            else:
+                dtype = "float64"
+        loose = dtype != "float64"
+        eps, atol, rtol = _check_tolerances(
+            (1e-3 if loose else EPS) if eps is None else eps, (1e-3 if loose else ATOL) if atol is None else atol,
+            (1e-2 if loose else RTOL) if rtol is None else rtol, "check")
+        out = _scalar_of(call(), fname, "check")
+        value = float(_host(out).reshape(()))
+        if out.requires_grad:
+            grads = grad(out, work, allow_unused=True)
+        else:
+            grads = [None] * n
+        analytic = [np.zeros(t.shape) if g is None else _host(g) for g, t in zip(grads, work)]
+        del out, grads
+
+        def value_of():
+            return float(_host(_scalar_of(call(), fname, "check")).reshape(()))
+
+        rows = []
+        for k, t in enumerate(work):
+            nudge = _Nudge(t, label[k], "check")
+            for idx in np.ndindex(*t.shape):
+                plus, minus, step = nudge.central(idx, eps, value_of)
+                numeric = (plus - minus) / step
+                rows.append(CheckRow(label[k], k, idx, analytic[k][idx], numeric, atol, rtol))
+    return CheckResult(fname, label, rows, value, eps, atol, rtol, dtype)
+
+
+# ---- gradcheck / gradgradcheck ----------------------------------------------------------------
+
+def _outputs_of(value, what: str, fname: str) -> tuple:
+    items = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+    for i, o in enumerate(items):
+        if not isinstance(o, Tensor):
+            where = f"output {i}" if len(items) > 1 else "its result"
+            raise TypeError_(f"{what}(): {fname} returned {_describe(o)} as {where}; it must return a tensor "
+                             "or a list of tensors")
+    return items
+
+
+def _jacobians(fn, args, wrt, eps, what, fname):
+    """(analytic, numeric, output shapes): J[o][w] is an (output numel, input numel) float64 array."""
+    outs = _outputs_of(fn(*args), what, fname)
+    shapes = [o.shape for o in outs]
+    sizes = [int(np.prod(s, dtype=np.int64)) for s in shapes]
+    analytic = [[np.zeros((m, args[i].numel())) for i in wrt] for m in sizes]
+    targets = [args[i] for i in wrt]
+    for oi, o in enumerate(outs):
+        if not o.requires_grad:
+            continue
+        flat = o.reshape(-1)
+        for r in range(sizes[oi]):
+            gs = grad(flat[r], targets, retain_graph=True, allow_unused=True)
+            for wi, g in enumerate(gs):
+                if g is not None:
+                    analytic[oi][wi][r, :] = _host(g).reshape(-1)
+    del outs
+    numeric = [[np.zeros((m, args[i].numel())) for i in wrt] for m in sizes]
+
+    def values():
+        res = _outputs_of(fn(*args), what, fname)
+        if [o.shape for o in res] != shapes:
+            raise ValueError_(f"{what}(): {fname} returned outputs of other shapes when an input was nudged; "
+                              "the function must give outputs of fixed shapes")
+        return [_host(o).reshape(-1) for o in res]
+
+    for wi, i in enumerate(wrt):
+        t = args[i]
+        nudge = _Nudge(t, f"input {i}", what)
+        for j, idx in enumerate(np.ndindex(*t.shape)):
+            plus, minus, step = nudge.central(idx, eps, values)
+            for oi in range(len(sizes)):
+                numeric[oi][wi][:, j] = (plus[oi] - minus[oi]) / step
+    return analytic, numeric, shapes
+
+
+def _run_gradcheck(fn, inputs, eps, atol, rtol, raise_exception, what, fname, in_labels, out_label):
+    args = [_copy64(t) if isinstance(t, Tensor) else t for t in inputs]
+    wrt = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
+    if not wrt:
+        raise ValueError_(f"{what}(): no input requires grad, so there is nothing to check; create the "
+                          "inputs to check with requires_grad=true")
+    with enable_grad(), tracing(False):
+        analytic, numeric, out_shapes = _jacobians(fn, args, wrt, eps, what, fname)
+    for oi, shape in enumerate(out_shapes):
+        for wi, i in enumerate(wrt):
+            a, n = analytic[oi][wi], numeric[oi][wi]
+            diff = np.abs(a - n)
+            bad = ~(diff <= atol + rtol * np.abs(n))       # nan counts as a mismatch
+            if not bad.any():
+                continue
+            if not raise_exception:
+                return False
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(bad, diff / (atol + rtol * np.abs(n)), 0.0)
+            ratio = np.nan_to_num(ratio, nan=np.inf)
+            r, j = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+            in_shape = args[i].shape
+            in_idx = np.unravel_index(j, in_shape) if in_shape else ()
+            out_idx = np.unravel_index(r, shape) if shape else ()
+            name = in_labels[i]
+            label = f"input {i}" + (f" ({name})" if name else "")
+            elem = _element(name or "input", in_idx)
+            out_el = _element(out_label(oi), out_idx)
+            raise AutogradError(
+                f"{what}(): the derivative of output {oi} with respect to {label} is wrong at "
+                f"d {out_el} / d {elem}: analytic {_num(float(a[r, j]))}, numeric {_num(float(n[r, j]))} "
+                f"(|difference| {_err(float(diff[r, j]))} > atol + rtol*|numeric| = "
+                f"{_err(atol + rtol * abs(float(n[r, j])))}); {int(bad.sum())} of {bad.size} entries of this "
+                "Jacobian differ. A backward formula, or a detach()/no_grad in the function, is wrong here; "
+                "check(f, inputs) shows every element")
+    return True
+
+
+def _labels(fn, inputs) -> list:
+    info = _param_info(fn)
+    names = info[0] if info else []
+    return [names[i] if i < len(names) else None for i in range(len(inputs))]
+
+
+def gradcheck(fn, inputs, eps=EPS, atol=ATOL, rtol=RTOL, raise_exception=True):
+    """Check the gradients of ``fn`` at ``inputs`` against central finite differences, as
+    PyTorch's ``torch.autograd.gradcheck``: True when they match.
+
+    ``fn(*inputs)`` returns a tensor or a list of tensors (a Python callable or a
+    ``def`` function). ``inputs``: a tensor or a list; the tensors that require
+    grad are checked, other entries are passed through. Every output's full
+    Jacobian with respect to every such input is computed twice: analytically
+    (one backward per output element) and numerically, column by column,
+    ``(fn(x + eps e_j) - fn(x - eps e_j)) / (2 eps)``. An entry matches when
+    ``|analytic - numeric| <= atol + rtol*|numeric|``.
+
+    float64: ``fn`` runs on float64 copies of the inputs (a float32 input is
+    widened; the caller's tensors are never modified), so the check tests the
+    derivative formulas, not float32 rounding.
+
+    Raises AutogradError on a mismatch, naming the output, the input (and its
+    parameter name), the element, the analytic and numeric values and how many
+    entries differ; with ``raise_exception=false`` returns False instead.
+    ValueError_ when no input requires grad.
+
+    Example: ``def f(x) { return x^3 }; gradcheck(f, [tensor([1.0, 2.0], requires_grad=true)])``
+    """
+    eps, atol, rtol = _check_tolerances(eps, atol, rtol, "gradcheck")
+    if not callable(fn) or isinstance(fn, Tensor):
+        raise TypeError_(f"gradcheck() needs a function as its first argument, not {_describe(fn)}")
+    inputs = _as_inputs(inputs, "gradcheck")
+    fname = _fn_name(fn)
+    return _run_gradcheck(fn, inputs, eps, atol, rtol, raise_exception, "gradcheck", fname,
+                          _labels(fn, inputs), lambda oi: "output")
+
+
+def gradgradcheck(fn, inputs, grad_outputs=None, eps=EPS, atol=ATOL, rtol=RTOL, raise_exception=True):
+    """Check second derivatives, as PyTorch's ``torch.autograd.gradgradcheck``: gradcheck of
+    the function ``(inputs, grad_outputs) -> grad(fn(inputs), inputs, grad_outputs,
+    create_graph=true)``, so the backward of the backward is compared with finite
+    differences of the first derivative.
+
+    ``grad_outputs``: one tensor per output of ``fn``, of its shape; by default
+    random values in [-1, 1) from a fixed seed (reproducible; the session's
+    ``seed`` is not touched). They are checked as inputs too, as in PyTorch.
+    Other arguments, float64 copies and errors as in ``gradcheck``.
+
+    Example: ``def f(x) { return (x^3).sum() }; gradgradcheck(f, [x])``
+    """
+    eps, atol, rtol = _check_tolerances(eps, atol, rtol, "gradgradcheck")
+    if not callable(fn) or isinstance(fn, Tensor):
+        raise TypeError_(f"gradgradcheck() needs a function as its first argument, not {_describe(fn)}")
+    inputs = _as_inputs(inputs, "gradgradcheck")
+    fname = _fn_name(fn)
+    args = [_copy64(t) if isinstance(t, Tensor) else t for t in inputs]
+    with enable_grad(), tracing(False):
+        outs = _outputs_of(fn(*args), "gradgradcheck", fname)
+    if grad_outputs is None:
+        rng = np.random.default_rng(0)
+        gos = []
+        for o in outs:
+            xp = backend.namespace_of(o._data)
+            arr = xp.asarray(rng.uniform(-1.0, 1.0, size=o.shape).astype(np.float64))
+            gos.append(Tensor(arr, _device=o.device).requires_grad_(True))
+    else:
+        gos = _as_inputs(grad_outputs, "gradgradcheck")
+        if len(gos) != len(outs):
+            raise ValueError_(f"gradgradcheck(): {len(gos)} grad_outputs for {len(outs)} outputs of {fname}; "
+                              "give one per output")
+        for k, (g, o) in enumerate(zip(gos, outs)):
+            if not isinstance(g, Tensor) or g.shape != o.shape:
+                raise ValueError_(f"gradgradcheck(): grad_outputs[{k}] must be a tensor of shape {o.shape} "
+                                  f"(output {k}'s), not {_describe(g)}")
+        gos = [_copy64(g).requires_grad_(True) for g in gos]
+    del outs
+    n_in = len(inputs)
+
+    def first_derivative(*all_args):
+        xs, g_out = all_args[:n_in], all_args[n_in:]
+        outs = _outputs_of(fn(*xs), "gradgradcheck", fname)
+        pairs = [(o, g) for o, g in zip(outs, g_out) if o.requires_grad]
+        diff = [x for x in xs if isinstance(x, Tensor) and x.requires_grad]
+        if not pairs or not diff:
+            return []
+        gs = grad([o for o, _ in pairs], diff, grad_outputs=[g for _, g in pairs], create_graph=True,
+                  allow_unused=True)
+        return [zeros_like(x) if g is None else g for g, x in zip(gs, diff)]
+
+    params = _labels(fn, inputs)
+    labels = params + [f"grad_outputs[{k}]" for k in range(len(gos))]
+    diff_names = [params[i] or f"input{i}" for i, t in enumerate(inputs)
+                  if isinstance(t, Tensor) and t.requires_grad]
+    return _run_gradcheck(first_derivative, list(inputs) + gos, eps, atol, rtol, raise_exception,
+                          "gradgradcheck", fname, labels,
+                          lambda oi: f"grad_{diff_names[oi]}")

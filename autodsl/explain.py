@@ -1,0 +1,343 @@
+"""``explain(f, x)``: the chain rule for df/dx written out, one line per path from f to x.
+
+Every path from ``f``'s node down to ``x`` is a product of local derivatives,
+one per node on the way; the gradient is the sum over paths. For scalars
+each factor is a number (``df/dw1 = df/dk * dk/dq * dq/dw1 = 60.75 * (-1.5) *
+4.0 = -364.5``). For tensors a factor is a Jacobian, so each path is shown as
+the vector-Jacobian products along it (the gradient as it leaves each node),
+summarized, and exactly for one element of ``x`` with ``element=``.
+
+The numbers come from the nodes' own backward functions (each node applied to
+the gradient along the path), so they are what ``backward()`` computes, and
+the paths add up to ``grad(f, x)``.
+"""
+from __future__ import annotations
+
+from . import backend
+from .autograd import grad_mode
+from .autograd.engine import GraphTask
+from .autograd.node import AccumulateGrad, pos_text
+from .autograd.quiet import ieee
+from .autograd.trace import node_labels
+from .errors import AutogradError, IndexError_, TypeError_, ValueError_
+from .graphview import names_by_id
+from .tensor import Tensor
+from .textfmt import format_array, format_number
+
+__all__ = ["explain", "Explanation", "PathTerm"]
+
+
+class PathTerm:
+    """One path from f to x: ``names`` (f, the intermediates, x), ``factors`` (the local
+    derivatives as host scalars when everything on the path is a scalar, else None),
+    ``flows`` (the gradient leaving each node along the path, host arrays) and
+    ``contribution`` (this path's share of df/dx, a host array of x's shape)."""
+
+    def __init__(self, names, factors, flows, contribution):
+        self.names = names
+        self.factors = factors
+        self.flows = flows
+        self.contribution = contribution
+
+
+class Explanation:
+    """The result of ``explain``; ``str()`` is the written-out chain rule.
+
+    ``paths``: the PathTerms shown; ``n_paths``: how many paths there are in all;
+    ``total``: df/dx (a host array), the sum over every path.
+    """
+
+    LANG_ATTRIBUTES = frozenset({"n_paths", "total"})
+
+    def __init__(self, f_name, x_name, paths, n_paths, total, element, x_shape):
+        self.f_name = f_name
+        self.x_name = x_name
+        self.paths = paths
+        self.n_paths = n_paths
+        self.total = total
+        self.element = element
+        self.x_shape = x_shape
+
+    def __str__(self) -> str:
+        d = f"d{_wrap(self.f_name)}/d{_wrap(self.x_name)}"
+        scalar = all(p.factors is not None for p in self.paths)
+        if self.n_paths == 0:
+            return (f"{d} = 0: no path leads from {self.f_name} to {self.x_name} "
+                    "(why(x) tells where the graph breaks)")
+        lines = []
+        if scalar:
+            for k, p in enumerate(self.paths, 1):
+                head = f"path {k}: " if self.n_paths > 1 else ""
+                chain = " * ".join(f"d{_wrap(a)}/d{_wrap(b)}" for a, b in zip(p.names, p.names[1:]))
+                nums = " * ".join(_num(v) for v in p.factors)
+                lines.append(f"{head}{d} = {chain}")
+                lines.append(" " * len(head) + " " * len(d) + f" = {nums}")
+                lines.append(" " * len(head) + " " * len(d) + f" = {_short(_scalar(p.contribution))}")
+        else:
+            el = "" if self.element is None else f"[{', '.join(map(str, self.element))}]"
+            lines.append(f"{d}{el}, with {self.x_name} of shape {self.x_shape}: each path's factors are "
+                         "Jacobians; shown is the gradient as it leaves each node on the path")
+            for k, p in enumerate(self.paths, 1):
+                lines.append(f"path {k}: " + " -> ".join(_wrap(n) for n in p.names))
+                for name, flow in zip(p.names[1:], p.flows):
+                    head = f"    into {name}: "
+                    lines.append(head + _indent(_summary(flow), len(head)))
+                share = p.contribution if self.element is None else p.contribution[self.element]
+                head = f"    share of {d}{el}: "
+                lines.append(head + _indent(_summary(share), len(head)))
+        if self.n_paths > len(self.paths):
+            more = self.n_paths - len(self.paths)
+            lines.append(f"... and {more} more path{'s' if more != 1 else ''} "
+                         f"(explain(f, x, max_paths={self.n_paths}) lists all)")
+        total = self.total if self.element is None else self.total[self.element]
+        el = "" if scalar or self.element is None else f"[{', '.join(map(str, self.element))}]"
+        if self.n_paths > 1 or not scalar:
+            what = ("the sum over all paths" if self.n_paths == len(self.paths)
+                    else "the sum over all paths (also those not shown)")
+            if self.n_paths == 1:
+                what = "the one path's share"
+            shares = " + ".join(_num(_scalar(p.contribution)) for p in self.paths) if scalar and \
+                self.n_paths == len(self.paths) else None
+            head = f"{d}{el} = {what}" + (f" = {shares}" if shares else "") + " = "
+            lines.append(head + _indent(_summary(total), len(head)))
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def explain(f, x, element=None, names=None, max_paths: int = 16) -> Explanation:
+    """The chain rule for df/dx written out, with the user's names for intermediates.
+
+    ``f``: a scalar tensor (any dtype that requires grad) whose graph is still alive
+    (before ``backward()``, or after ``backward(retain_graph=true)``). ``x``: a tensor
+    that ``f`` depends on (a leaf or an intermediate). ``element``: an index into ``x``
+    (``[0, 1]``) to see each path's share of that element; without it a tensor's paths
+    are summarized. ``names``: {name: tensor} (a Session supplies its variables).
+    ``max_paths``: how many paths to list (the total is always over every path).
+
+    Intermediates are named by the variable that holds them, else by their source
+    text, else by their node (``<MulBackward#1>``).
+
+    Raises TypeError_ for non-tensors, ValueError_ when f is not a scalar or does not
+    require grad, IndexError_ for a bad ``element``, AutogradError when the graph was
+    freed by an earlier backward.
+
+    Example: ``explain(f, w1)``
+    """
+    if not isinstance(f, Tensor) or not isinstance(x, Tensor):
+        raise TypeError_("explain(f, x) takes two tensors: f (a scalar) and x (what f depends on)")
+    if not f.requires_grad or f.grad_fn is None:
+        raise ValueError_("explain(f, x): f has no graph (it does not require grad); compute it from "
+                          "tensors made with requires_grad=true")
+    if f._data.size != 1:
+        raise ValueError_(f"explain(f, x) needs a scalar f, but f has shape {f.shape}; "
+                          "explain f.sum() or one element such as f[0]")
+    if not x.requires_grad:
+        raise ValueError_("explain(f, x): x does not require grad, so df/dx is not computed; "
+                          "why(x) tells why")
+    by_id = names_by_id(names)
+    labels = node_labels([f.grad_fn], by_id)
+    target = x._gradient_edge()
+    if element is not None:
+        element = _element(element, x.shape)
+
+    reach = _reaching(f.grad_fn, target)
+    n_paths = _count_paths(f.grad_fn, target, reach)
+    paths = []
+    with grad_mode.no_grad(), ieee():
+        seed = Tensor(backend.xp(f.device).ones(f._data.shape, dtype=f._data.dtype), _device=f.device)
+        for route in _paths(f.grad_fn, target, reach, max(int(max_paths), 1)):
+            paths.append(_term(route, seed, f, x, by_id, labels))
+        total = _total(f, x, target, n_paths, paths)
+    f_name = _tensor_name(f, by_id) or _node_name(f.grad_fn, by_id, labels)
+    x_name = _tensor_name(x, by_id) or (_node_name(x.grad_fn, by_id, labels) if x.grad_fn is not None
+                                        else "x")
+    for p in paths:
+        mark = p.names[-1].rpartition(" [operand ")
+        p.names[0] = f_name
+        p.names[-1] = x_name + (" [operand " + mark[2] if mark[1] else "")
+    return Explanation(f_name, x_name, paths, n_paths, total, element, x.shape)
+
+
+# -- the graph between f and x ------------------------------------------------------------
+
+def _reaching(root, target) -> set:
+    """The nodes from which ``target`` can be reached (``target`` included)."""
+    order, seen, stack = [], {root}, [root]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        for nxt in node.next_edges:
+            if nxt is not None and nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    if target not in seen:
+        return set()
+    reach = {target}
+    changed = True
+    while changed:        # a few sweeps over the (small) graph; explain is for reading, not speed
+        changed = False
+        for node in order:
+            if node not in reach and any(n in reach for n in node.next_edges if n is not None):
+                reach.add(node)
+                changed = True
+    return reach
+
+
+def _count_paths(root, target, reach) -> int:
+    if root not in reach:
+        return 0
+    memo = {target: 1}
+    stack = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if node in memo:
+            continue
+        kids = [n for n in node.next_edges if n is not None and n in reach]
+        if done:
+            memo[node] = sum(memo[n] for n in kids)
+        else:
+            stack.append((node, True))
+            stack.extend((n, False) for n in kids if n not in memo)
+    return memo[root]
+
+
+def _paths(root, target, reach, limit):
+    """Up to ``limit`` paths as lists of ``(node, input index)`` edges, depth first, in input order."""
+    if root not in reach:
+        return
+    found = 0
+    stack = [(root, [])]
+    while stack and found < limit:
+        node, route = stack.pop()
+        if node is target:
+            found += 1
+            yield route
+            continue
+        for i in reversed(range(len(node.next_edges))):
+            nxt = node.next_edges[i]
+            if nxt is not None and nxt in reach:
+                stack.append((nxt, route + [(node, i)]))
+
+
+def _term(route, seed, f, x, by_id, labels) -> PathTerm:
+    g = seed
+    flows, factors = [], []
+    scalar = True
+    for node, i in route:
+        if node._released:
+            raise AutogradError(
+                f"explain needs the graph, but its saved values were freed by an earlier backward "
+                f"({node.name}); call explain before backward(), or use backward(retain_graph=true)")
+        outs = GraphTask._validate(node, node.apply(g), g)
+        nxt = outs[i]
+        if nxt is None:     # the node sends nothing this way (e.g. a constant exponent): zero
+            shape = node.input_shapes[i]
+            nxt = Tensor(backend.xp(g.device).zeros(shape, dtype=g._data.dtype), _device=g.device)
+        if scalar and g._data.size == 1 and nxt._data.size == 1:
+            gv = _scalar(backend.to_host(g._data))
+            nv = _scalar(backend.to_host(nxt._data))
+            factors.append(nv / gv if gv != 0 else _local(node, i, g))
+        else:
+            scalar = False
+        flows.append(backend.to_host(nxt._data))
+        g = nxt
+    names = [None]
+    for n, i in route:
+        name = _node_name(n.next_edges[i], by_id, labels)
+        if n.next_edges.count(n.next_edges[i]) > 1:      # x * x: say which factor the path goes through
+            name += f" [operand {i + 1}]"
+        names.append(name)
+    return PathTerm(names, factors if scalar else None, flows, backend.to_host(g._data))
+
+
+def _local(node, i, like):
+    """The local derivative d out/d input i of a scalar node: its backward applied to a one."""
+    one = Tensor(backend.xp(like.device).ones(like._data.shape, dtype=like._data.dtype), _device=like.device)
+    outs = GraphTask._validate(node, node.apply(one), one)
+    return 0.0 if outs[i] is None else _scalar(backend.to_host(outs[i]._data))
+
+
+def _total(f, x, target, n_paths, paths):
+    if n_paths == len(paths):
+        total = None
+        for p in paths:
+            total = p.contribution if total is None else total + p.contribution
+        if total is None:
+            return backend.to_host(backend.xp("cpu").zeros(x.shape))
+        return total
+    from .functional import grad    # every path, without listing them: one backward
+    with grad_mode.enable_grad():
+        (g,) = grad(f, [x], retain_graph=True, allow_unused=True)
+    return backend.to_host(g._data) if g is not None else backend.to_host(backend.xp("cpu").zeros(x.shape))
+
+
+# -- names ---------------------------------------------------------------------------------
+
+def _tensor_name(t, by_id):
+    return by_id.get(id(t))
+
+
+def _node_name(node, by_id, labels) -> str:
+    if isinstance(node, AccumulateGrad):
+        return by_id.get(id(node.variable)) or labels.get(node, "leaf")
+    ref = getattr(node, "_out_ref", None)
+    out = ref() if ref is not None else None
+    if out is not None and id(out) in by_id:
+        return by_id[id(out)]
+    if node.pos and node.pos[2] is not None:        # language source text
+        text = pos_text(node.pos)
+        if text and len(text) <= 40:
+            return text
+    return f"<{labels.get(node, node.name)}>"
+
+
+def _wrap(name: str) -> str:
+    base, mark, which = name.partition(" [operand ")
+    if mark:
+        return _wrap(base) + " [operand " + which
+    return name if name.isidentifier() or name.startswith("<") else f"({name})"
+
+
+# -- numbers -------------------------------------------------------------------------------
+
+def _scalar(arr) -> float:
+    return float(arr.reshape(-1)[0]) if hasattr(arr, "reshape") else float(arr)
+
+
+def _num(v) -> str:
+    s = _short(v)
+    return f"({s})" if s.startswith("-") else s
+
+
+def _short(v) -> str:
+    """A number as a person writes it down: 60.75, -1.5, 0.877583 (6 significant digits)."""
+    s = format_number(v)
+    if len(s) > 10 and "e" not in s and s not in ("nan", "inf", "-inf"):
+        s = f"{float(v):.6g}"
+    return s
+
+
+def _indent(text: str, n: int) -> str:
+    return text.replace("\n", "\n" + " " * n)
+
+
+def _summary(arr) -> str:
+    if getattr(arr, "ndim", 0) == 0:
+        return _short(_scalar(arr))
+    if getattr(arr, "size", 1) <= 12:
+        return format_array(arr)
+    return f"shape {tuple(arr.shape)}, min {format_number(arr.min())}, max {format_number(arr.max())}, " \
+           f"sum {format_number(arr.sum())}"
+
+
+def _element(element, shape) -> tuple:
+    if isinstance(element, int):
+        element = (element,)
+    try:
+        element = tuple(int(e) for e in element)
+    except (TypeError, ValueError):
+        raise TypeError_("explain(..., element=) takes an index such as 0 or [0, 1]") from None
+    if len(element) != len(shape) or any(not -n <= e < n for e, n in zip(element, shape)):
+        raise IndexError_(f"element={list(element)} is not an index into x of shape {shape}")
+    return element

@@ -1,0 +1,30 @@
+"""``step(y)``: a backward pass run one node at a time (the REPL's ``:step``)."""
+from __future__ import annotations
+
+from .autograd.engine import GraphTask
+from .autograd.stepper import BackwardStepper
+from .graphview import names_by_id
+from .tensor import make_seeds
+
+__all__ = ["step", "BackwardStepper"]
+
+
+def step(tensor, gradient=None, retain_graph=None, create_graph=False, names=None) -> BackwardStepper:
+    """Start ``tensor.backward(gradient, retain_graph, create_graph)`` paused before its first node.
+
+    Returns a stepper: ``s.next()`` runs one node and shows what it received and
+    sent, the ready queue and each waiting node's remaining dependency count;
+    ``s.next(5)`` runs five; ``s.finish()`` runs the rest and writes ``.grad`` like
+    ``backward()``; ``s.abort()`` drops the pass, leaving every ``.grad`` as it was.
+    ``names``: variable names for the display ({name: tensor}; a Session supplies its own).
+
+    Raises what ``backward()`` raises for bad roots (a non-scalar tensor without
+    ``gradient``, a tensor that does not require grad).
+
+    Example: ``s = step(f); s.next(); s.next(); s.finish()``
+    """
+    if retain_graph is None:
+        retain_graph = create_graph
+    seeds = make_seeds(tensor, gradient, "step()")
+    task = GraphTask(seeds, retain_graph, create_graph, targets=None, accumulate=True)
+    return BackwardStepper(task, names_by_id(names))
