@@ -5,6 +5,7 @@ Every built-in of the language is a function of this module with the same name
 and keywords.
 """
 from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd.anomaly import anomaly, detect_anomaly
 from .autograd.trace import last_trace, trace
 from .backend import (DType, float32, float64, get_default_dtype, int64, set_default_dtype)
 from .backend import bool_ as bool  # noqa: A001  (the dtype, named as in PyTorch)
@@ -19,6 +20,7 @@ from .graphview import dot, graph
 from .stepping import step
 from .explain import explain
 from .inspect import info
+from .why import why
 from .ops import REGISTRY
 from .ops.compare import all, any, eq, ge, gt, le, logical_and, logical_not, logical_or, lt, ne  # noqa: A004
 from .ops.elementwise import (abs, add, clamp, clone, cos, div, exp, log, maximum, minimum, mul,  # noqa: A004
@@ -70,6 +72,8 @@ __all__ = [
     "check", "gradcheck", "gradgradcheck",
     # seeing what happens
     "info", "trace", "last_trace", "graph", "dot", "plot", "step", "explain",
+    # why a gradient is missing, zero or nan
+    "why", "anomaly", "detect_anomaly",
     # embedding
     "Session", "REGISTRY",
     # errors

@@ -424,7 +424,7 @@ def to_host(arr, copy: bool = False) -> np.ndarray:
     """A host NumPy array with the values of a backend array (no copy for NumPy input
     unless ``copy``; a host array is never shared with a CuPy one)."""
     if type(arr) is np.ndarray:
-        return arr.copy() if copy else arr
+        return arr.copy(order="K") if copy else arr
     if isinstance(arr, (np.ndarray, np.generic)):
         return np.array(arr, copy=True) if copy else np.asarray(arr)
     f = _flavor(arr)
@@ -467,9 +467,9 @@ def contiguous(arr):
     """``arr`` in row-major (C) order, copied only when it is not (PyTorch's cat/stack results are)."""
     f = _flavor(arr)
     if f == "numpy":
-        return np.ascontiguousarray(arr)
+        return np.asarray(arr, order="C")         # (ascontiguousarray would make a 0-d array 1-d)
     if f == "cupy":
-        return _cupy.ascontiguousarray(arr)
+        return _cupy.asarray(arr, order="C")
     host = np.from_dlpack(arr)
     return arr if host.flags.c_contiguous else namespace_of(arr).asarray(np.ascontiguousarray(host))
 

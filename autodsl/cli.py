@@ -41,6 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", choices=["float32", "float64"], default=None,
                    help="default floating dtype (default: float64)")
     p.add_argument("--trace", action="store_true", help="print a step-by-step trace of every backward")
+    p.add_argument("--anomaly", action="store_const", const="warn", default=None,
+                   help="anomaly mode: warn (once per site) about the op that first makes a nan or inf "
+                        "from finite values, forward or backward")
+    p.add_argument("--anomaly-raise", dest="anomaly", action="store_const", const="raise",
+                   help="anomaly mode that stops the script with an error at the first nan or inf")
     p.add_argument("--no-history", action="store_true",
                    help="REPL: do not read or write the history file "
                         "($XDG_DATA_HOME/autodsl/history; AUTODSL_NO_HISTORY=1 does the same)")
@@ -145,7 +150,7 @@ def _main(argv) -> int:
     from .errors import DSLError
     from .session import Session
     try:
-        session = Session(device=args.device, dtype=args.dtype, trace=args.trace)
+        session = Session(device=args.device, dtype=args.dtype, trace=args.trace, anomaly=args.anomaly)
     except DSLError as e:
         sys.stderr.write(f"autodsl: {e.render()}\n")
         return 1

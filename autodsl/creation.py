@@ -8,6 +8,7 @@ from __future__ import annotations
 from . import backend
 from .backend import seed
 from .errors import DTypeError, ShapeError, ValueError_
+from .autograd import grad_mode
 from .autograd.node import SOURCE_POS, caller_pos
 from .tensor import Tensor, array_from_data
 
@@ -27,7 +28,8 @@ def _make(fn: str, device: str, dt, *args):
 
 def _finish(arr, device, requires_grad):
     t = Tensor(arr, requires_grad=requires_grad, _device=device)
-    t._pos = SOURCE_POS.get() or caller_pos()
+    # (tensors made inside a backward pass, under no_grad, are not worth a frame walk)
+    t._pos = SOURCE_POS.get() or (caller_pos() if grad_mode.is_grad_enabled() else None)
     return t
 
 

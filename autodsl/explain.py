@@ -18,13 +18,18 @@ from .autograd import grad_mode
 from .autograd.engine import GraphTask
 from .autograd.node import AccumulateGrad, pos_text
 from .autograd.quiet import ieee
-from .autograd.trace import node_labels
+from .autograd.trace import node_labels, tracing
+from .autograd.watch import quiet
 from .errors import AutogradError, IndexError_, TypeError_, ValueError_
 from .graphview import names_by_id
 from .tensor import Tensor
 from .textfmt import format_array, format_number
 
 __all__ = ["explain", "Explanation", "PathTerm"]
+
+_MAX_LISTABLE = 10_000     # more paths than this: do not suggest listing them all
+_MAX_FACTORS = 24          # a longer path is shown by its first and last _KEEP factors
+_KEEP = 10
 
 
 class PathTerm:
@@ -44,12 +49,15 @@ class Explanation:
     """The result of ``explain``; ``str()`` is the written-out chain rule.
 
     ``paths``: the PathTerms shown; ``n_paths``: how many paths there are in all;
-    ``total``: df/dx (a host array), the sum over every path.
+    ``total``: df/dx (a host array), the sum over every path; ``hooks``: the labels of the
+    nodes on those paths with tensor hooks (``register_hook``), which backward runs and the
+    paths do not (``total`` is then backward's value, with the hooks).
     """
 
     LANG_ATTRIBUTES = frozenset({"n_paths", "total"})
 
-    def __init__(self, f_name, x_name, paths, n_paths, total, element, x_shape):
+    def __init__(self, f_name, x_name, paths, n_paths, total, element, x_shape, hooks=()):
+        self.hooks = list(hooks)
         self.f_name = f_name
         self.x_name = x_name
         self.paths = paths
@@ -62,14 +70,18 @@ class Explanation:
         d = f"d{_wrap(self.f_name)}/d{_wrap(self.x_name)}"
         scalar = all(p.factors is not None for p in self.paths)
         if self.n_paths == 0:
+            why = f"why({self.x_name})" if self.x_name.isidentifier() else "why(x)"
             return (f"{d} = 0: no path leads from {self.f_name} to {self.x_name} "
-                    "(why(x) tells where the graph breaks)")
+                    f"({why} after f.backward() tells where the graph breaks)")
         lines = []
         if scalar:
             for k, p in enumerate(self.paths, 1):
+                if len(p.names) == 1:
+                    lines.append(f"{d} = 1 ({self.f_name} is {self.x_name} itself)")
+                    continue
                 head = f"path {k}: " if self.n_paths > 1 else ""
-                chain = " * ".join(f"d{_wrap(a)}/d{_wrap(b)}" for a, b in zip(p.names, p.names[1:]))
-                nums = " * ".join(_num(v) for v in p.factors)
+                chain = _join([f"d{_wrap(a)}/d{_wrap(b)}" for a, b in zip(p.names, p.names[1:])], " * ")
+                nums = _join([_num(v) for v in p.factors], " * ")
                 lines.append(f"{head}{d} = {chain}")
                 lines.append(" " * len(head) + " " * len(d) + f" = {nums}")
                 lines.append(" " * len(head) + " " * len(d) + f" = {_short(_scalar(p.contribution))}")
@@ -78,8 +90,15 @@ class Explanation:
             lines.append(f"{d}{el}, with {self.x_name} of shape {self.x_shape}: each path's factors are "
                          "Jacobians; shown is the gradient as it leaves each node on the path")
             for k, p in enumerate(self.paths, 1):
-                lines.append(f"path {k}: " + " -> ".join(_wrap(n) for n in p.names))
-                for name, flow in zip(p.names[1:], p.flows):
+                lines.append(f"path {k}: " + _join(p.names, " -> "))
+                steps = list(zip(p.names[1:], p.flows))
+                if len(steps) > _MAX_FACTORS:
+                    cut = len(steps) - 2 * _KEEP
+                    steps = steps[:_KEEP] + [(None, cut)] + steps[-_KEEP:]
+                for name, flow in steps:
+                    if name is None:
+                        lines.append(f"    ... ({flow} more nodes)")
+                        continue
                     head = f"    into {name}: "
                     lines.append(head + _indent(_summary(flow), len(head)))
                 share = p.contribution if self.element is None else p.contribution[self.element]
@@ -87,11 +106,18 @@ class Explanation:
                 lines.append(head + _indent(_summary(share), len(head)))
         if self.n_paths > len(self.paths):
             more = self.n_paths - len(self.paths)
-            lines.append(f"... and {more} more path{'s' if more != 1 else ''} "
-                         f"(explain(f, x, max_paths={self.n_paths}) lists all)")
+            more = more if more < 10 ** 15 else f"about 10^{len(str(more)) - 1}"
+            hint = (f"explain(f, x, max_paths={self.n_paths}) lists all" if self.n_paths <= _MAX_LISTABLE
+                    else "too many to list; the total below counts every one")
+            lines.append(f"... and {more} more path{'s' if more != 1 else ''} ({hint})")
         total = self.total if self.element is None else self.total[self.element]
         el = "" if scalar or self.element is None else f"[{', '.join(map(str, self.element))}]"
-        if self.n_paths > 1 or not scalar:
+        if self.hooks:
+            head = f"{d}{el} = backward's value, with the hooks = "
+            lines.append(head + _indent(_summary(total), len(head)))
+            lines.append(f"(tensor hooks (register_hook) on {', '.join(self.hooks)} change the gradient "
+                         "that flows through them; the paths above are without the hooks)")
+        elif self.n_paths > 1 or not scalar:
             what = ("the sum over all paths" if self.n_paths == len(self.paths)
                     else "the sum over all paths (also those not shown)")
             if self.n_paths == 1:
@@ -115,6 +141,9 @@ def explain(f, x, element=None, names=None, max_paths: int = 16) -> Explanation:
     are summarized. ``names``: {name: tensor} (a Session supplies its variables).
     ``max_paths``: how many paths to list (the total is always over every path).
 
+    The paths apply each node's backward without tensor hooks; when a node on them has a
+    hook (``register_hook``), the total is backward's, with the hooks, and the text says so.
+
     Intermediates are named by the variable that holds them, else by their source
     text, else by their node (``<MulBackward#1>``).
 
@@ -126,6 +155,9 @@ def explain(f, x, element=None, names=None, max_paths: int = 16) -> Explanation:
     """
     if not isinstance(f, Tensor) or not isinstance(x, Tensor):
         raise TypeError_("explain(f, x) takes two tensors: f (a scalar) and x (what f depends on)")
+    if f.requires_grad and f.grad_fn is None:
+        raise ValueError_("explain(f, x): f is a leaf (made directly, not computed from other tensors), "
+                          "so there is no chain rule to write out; explain a result computed from it")
     if not f.requires_grad or f.grad_fn is None:
         raise ValueError_("explain(f, x): f has no graph (it does not require grad); compute it from "
                           "tensors made with requires_grad=true")
@@ -135,6 +167,10 @@ def explain(f, x, element=None, names=None, max_paths: int = 16) -> Explanation:
     if not x.requires_grad:
         raise ValueError_("explain(f, x): x does not require grad, so df/dx is not computed; "
                           "why(x) tells why")
+    try:
+        max_paths = max(int(max_paths), 1)
+    except (TypeError, ValueError):
+        raise TypeError_(f"explain(..., max_paths=) takes a whole number, not {max_paths!r}") from None
     by_id = names_by_id(names)
     labels = node_labels([f.grad_fn], by_id)
     target = x._gradient_edge()
@@ -146,41 +182,46 @@ def explain(f, x, element=None, names=None, max_paths: int = 16) -> Explanation:
     paths = []
     with grad_mode.no_grad(), ieee():
         seed = Tensor(backend.xp(f.device).ones(f._data.shape, dtype=f._data.dtype), _device=f.device)
-        for route in _paths(f.grad_fn, target, reach, max(int(max_paths), 1)):
+        for route in _paths(f.grad_fn, target, reach, max_paths):
             paths.append(_term(route, seed, f, x, by_id, labels))
-        total = _total(f, x, target, n_paths, paths)
+        hooked = sorted((n for n in reach if n._pre_hooks), key=lambda n: -n.seq_nr)
+        total = _total(f, x, target, n_paths, paths, with_hooks=bool(hooked))
     f_name = _tensor_name(f, by_id) or _node_name(f.grad_fn, by_id, labels)
     x_name = _tensor_name(x, by_id) or (_node_name(x.grad_fn, by_id, labels) if x.grad_fn is not None
                                         else "x")
     for p in paths:
+        if len(p.names) == 1:       # x is f itself: the empty path, df/df = 1
+            p.names[0] = f_name
+            continue
         mark = p.names[-1].rpartition(" [operand ")
         p.names[0] = f_name
         p.names[-1] = x_name + (" [operand " + mark[2] if mark[1] else "")
-    return Explanation(f_name, x_name, paths, n_paths, total, element, x.shape)
+    return Explanation(f_name, x_name, paths, n_paths, total, element, x.shape,
+                       [_node_name(n, by_id, labels) for n in hooked])
 
 
 # -- the graph between f and x ------------------------------------------------------------
 
 def _reaching(root, target) -> set:
-    """The nodes from which ``target`` can be reached (``target`` included)."""
-    order, seen, stack = [], {root}, [root]
+    """The nodes from which ``target`` can be reached (``target`` included), in O(V + E):
+    the parents of every node below ``root``, then a walk up them from ``target``."""
+    parents, seen, stack = {}, {root}, [root]
     while stack:
         node = stack.pop()
-        order.append(node)
         for nxt in node.next_edges:
-            if nxt is not None and nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
+            if nxt is not None:
+                parents.setdefault(nxt, []).append(node)
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
     if target not in seen:
         return set()
-    reach = {target}
-    changed = True
-    while changed:        # a few sweeps over the (small) graph; explain is for reading, not speed
-        changed = False
-        for node in order:
-            if node not in reach and any(n in reach for n in node.next_edges if n is not None):
-                reach.add(node)
-                changed = True
+    reach, stack = {target}, [target]
+    while stack:
+        for up in parents.get(stack.pop(), ()):
+            if up not in reach:
+                reach.add(up)
+                stack.append(up)
     return reach
 
 
@@ -207,17 +248,22 @@ def _paths(root, target, reach, limit):
     if root not in reach:
         return
     found = 0
-    stack = [(root, [])]
+    stack = [(root, None)]      # a route is a linked list ((node, i), rest), shared by siblings
     while stack and found < limit:
-        node, route = stack.pop()
+        node, link = stack.pop()
         if node is target:
             found += 1
+            route = []
+            while link is not None:
+                route.append(link[0])
+                link = link[1]
+            route.reverse()
             yield route
             continue
         for i in reversed(range(len(node.next_edges))):
             nxt = node.next_edges[i]
             if nxt is not None and nxt in reach:
-                stack.append((nxt, route + [(node, i)]))
+                stack.append((nxt, ((node, i), link)))
 
 
 def _term(route, seed, f, x, by_id, labels) -> PathTerm:
@@ -258,16 +304,17 @@ def _local(node, i, like):
     return 0.0 if outs[i] is None else _scalar(backend.to_host(outs[i]._data))
 
 
-def _total(f, x, target, n_paths, paths):
-    if n_paths == len(paths):
+def _total(f, x, target, n_paths, paths, with_hooks=False):
+    if n_paths == len(paths) and not with_hooks:
         total = None
         for p in paths:
             total = p.contribution if total is None else total + p.contribution
         if total is None:
             return backend.to_host(backend.xp("cpu").zeros(x.shape))
         return total
-    from .functional import grad    # every path, without listing them: one backward
-    with grad_mode.enable_grad():
+    from .functional import grad    # every path, without listing them: one backward,
+    # neither traced nor recorded as the user's last backward (for why())
+    with grad_mode.enable_grad(), tracing(False), quiet():
         (g,) = grad(f, [x], retain_graph=True, allow_unused=True)
     return backend.to_host(g._data) if g is not None else backend.to_host(backend.xp("cpu").zeros(x.shape))
 
@@ -296,10 +343,30 @@ def _wrap(name: str) -> str:
     base, mark, which = name.partition(" [operand ")
     if mark:
         return _wrap(base) + " [operand " + which
-    return name if name.isidentifier() or name.startswith("<") else f"({name})"
+    return name if name.isidentifier() or name.startswith("<") or _enclosed(name) else f"({name})"
+
+
+def _enclosed(text: str) -> bool:
+    """True when ``text`` is one bracketed whole, ``(a+b)``; not ``(a)*(b)``."""
+    if not text.startswith("("):
+        return False
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0:
+            return i == len(text) - 1
+    return False
 
 
 # -- numbers -------------------------------------------------------------------------------
+
+def _join(parts: list, sep: str) -> str:
+    """``parts`` joined by ``sep``; a long path keeps its first and last _KEEP parts
+    around ``... (N more) ...`` (the PathTerm keeps every factor)."""
+    if len(parts) > _MAX_FACTORS:
+        parts = parts[:_KEEP] + [f"... ({len(parts) - 2 * _KEEP} more) ..."] + parts[-_KEEP:]
+    return sep.join(parts)
+
 
 def _scalar(arr) -> float:
     return float(arr.reshape(-1)[0]) if hasattr(arr, "reshape") else float(arr)

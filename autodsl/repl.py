@@ -97,6 +97,7 @@ class Repl:
             ":device": self.cmd_device, ":dtype": self.cmd_dtype, ":time": self.cmd_time,
             ":explain": self.cmd_explain, ":step": self.cmd_step, ":next": self.cmd_next, ":continue": self.cmd_continue,
             ":abort": self.cmd_abort,
+            ":why": self.cmd_why, ":anomaly": self.cmd_anomaly,
             ":quit": self.cmd_quit,
         }
         self.stepper = None               # the backward being stepped by :step, if any
@@ -139,7 +140,7 @@ class Repl:
         session = self.session
         program = session.parse(text, filename)       # a syntax error runs nothing
         snapshot = dict(session.namespace)
-        trace, dtype = session.trace, session.dtype
+        trace, dtype, anomaly = session.trace, session.dtype, session.anomaly
         error = value = None
         running = self.progress.running() if self.progress is not None else nullcontext()
         try:
@@ -151,7 +152,7 @@ class Repl:
         except KeyboardInterrupt:
             session.namespace.clear()
             session.namespace.update(snapshot)
-            session.trace, session.dtype = trace, dtype
+            session.trace, session.dtype, session.anomaly = trace, dtype, anomaly
             raise
         if error is not None:
             raise error
@@ -331,6 +332,31 @@ class Repl:
         with self.session.context():
             self.write(str(explain(f, x)))
 
+    def cmd_why(self, arg: str) -> None:
+        """:why x  why x.grad is none, zero or nan after the last backward"""
+        if not arg:
+            self.write("usage: " + self.usage(":why"))
+            return
+        from .why import why
+        value = self.value_of(arg)
+        with self.session.context():
+            self.write(str(why(value, names=self.session.namespace)))
+
+    def cmd_anomaly(self, arg: str) -> None:
+        """:anomaly on|off|raise  report the op that first makes a nan or inf (warn, or raise an error)"""
+        modes = {"on": "warn", "warn": "warn", "raise": "raise", "off": None}
+        if arg not in modes and arg:
+            self.write("usage: " + self.usage(":anomaly"))
+            return
+        if arg:
+            self.session.anomaly = modes[arg]
+            mode = modes[arg]
+            self.accepted.append("anomaly(false)" if mode is None else
+                                 "anomaly(true)" if mode == "warn" else 'anomaly(true, mode="raise")')
+        mode = self.session.anomaly
+        self.write("anomaly " + ("off" if mode is None else "on (warn once per site)" if mode == "warn"
+                                 else "on (raise an error)"))
+
     def cmd_step(self, arg: str) -> None:
         """:step y  run y.backward() one node at a time: :next [n], :continue, :abort"""
         if not arg:
@@ -338,10 +364,11 @@ class Repl:
             return
         from .stepping import step
         value = self.value_of(arg)
+        with self.session.context():
+            new = step(value)           # a bad :step leaves the one being stepped as it is
         if self.stepper is not None and not self.stepper.done:
             self.write(self.stepper.abort() + " (a new :step begins)")
-        with self.session.context():
-            self.stepper = step(value)
+        self.stepper = new
         self.write(str(self.stepper))
 
     def _stepping(self, command: str):
@@ -414,7 +441,8 @@ class Repl:
         """:reset  forget every variable (device, dtype and trace settings stay)"""
         from .session import Session
         s = self.session
-        self.session = Session(device=s.device, dtype=s.dtype, trace=s.trace, echo=s.echo, out=s.out)
+        self.session = Session(device=s.device, dtype=s.dtype, trace=s.trace, echo=s.echo, out=s.out,
+                               anomaly=s.anomaly)
         self.accepted = [line for line in self._settings_script()]
         self.write("session reset")
 
@@ -424,6 +452,8 @@ class Repl:
             lines.append(f"set_default_dtype({_dtype_name(self.session.dtype)})")
         if self.session.trace:
             lines.append("trace(true)")
+        if self.session.anomaly:
+            lines.append("anomaly(true)" if self.session.anomaly == "warn" else 'anomaly(true, mode="raise")')
         return lines
 
     def cmd_device(self, arg: str) -> None:

@@ -45,7 +45,7 @@ _SCAN = re.compile(r"""
 
 # commands whose argument is a file name, an expression, or a help topic
 FILE_COMMANDS = (":load", ":save")
-EXPR_COMMANDS = (":info", ":graph", ":dot", ":time", ":vars", ":check")
+EXPR_COMMANDS = (":info", ":graph", ":dot", ":time", ":vars", ":check", ":why")
 HELP_TOPICS = ("language", "autograd", "commands", "keys")
 
 
@@ -166,6 +166,8 @@ class AutodslCompleter(Completer):
                 yield Completion(c, -len(arg), display_meta=self._help_meta(c))
         elif name == ":trace":
             yield from self._choices(arg, ("on", "off", "last"))
+        elif name == ":anomaly":
+            yield from self._choices(arg, ("on", "off", "raise"))
         elif name == ":device":
             yield from self._choices(arg, ("cpu", "cuda"))
         elif name == ":dtype":

@@ -63,6 +63,7 @@ class Session:
         self.device = backend.check_device(device)
         # anomaly mode: False/None (off), True or "warn", "raise" (see autodsl.anomaly)
         self.anomaly = "warn" if anomaly is True else (anomaly or None)
+        self._last_backward = [None]            # what why() explains (autograd.watch.LAST)
         with anomaly_scope(self.anomaly):       # validates it
             pass
         if dtype is not None:
@@ -116,10 +117,12 @@ class Session:
         from . import backend
         from .autograd.anomaly import anomaly_scope, get_anomaly_mode
         from .autograd.trace import is_trace_enabled, tracing
+        from .autograd.watch import LAST as LAST_BACKWARD
         from .autograd.watch import NAMES as TENSOR_NAMES
         start_dtype = self.dtype or backend.get_default_dtype()
         names_token = GRAPH_NAMES.set(lambda: self.namespace)
         tensor_names_token = TENSOR_NAMES.set(lambda: self.namespace)    # version errors name variables
+        last_token = LAST_BACKWARD.set(self._last_backward)
         files_token = FILES_ALLOWED.set(self.files)
         try:
             with ieee(), backend.defaults(device=self.device, dtype=start_dtype), \
@@ -136,6 +139,7 @@ class Session:
         finally:
             GRAPH_NAMES.reset(names_token)
             TENSOR_NAMES.reset(tensor_names_token)
+            LAST_BACKWARD.reset(last_token)
             FILES_ALLOWED.reset(files_token)
 
     def _print_trace(self, text: str) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 from .autograd.engine import GraphTask
 from .autograd.stepper import BackwardStepper
 from .graphview import names_by_id
-from .tensor import make_seeds
+from .errors import TypeError_
+from .tensor import Tensor, make_seeds
 
 __all__ = ["step", "BackwardStepper"]
 
@@ -18,11 +19,14 @@ def step(tensor, gradient=None, retain_graph=None, create_graph=False, names=Non
     ``backward()``; ``s.abort()`` drops the pass, leaving every ``.grad`` as it was.
     ``names``: variable names for the display ({name: tensor}; a Session supplies its own).
 
-    Raises what ``backward()`` raises for bad roots (a non-scalar tensor without
-    ``gradient``, a tensor that does not require grad).
+    Raises TypeError_ when ``tensor`` is not a tensor, and what ``backward()`` raises for
+    bad roots (a non-scalar tensor without ``gradient``, a tensor that does not require grad).
 
     Example: ``s = step(f); s.next(); s.next(); s.finish()``
     """
+    if not isinstance(tensor, Tensor):
+        raise TypeError_(f"step(y) runs y.backward() one node at a time, so y must be a tensor, "
+                         f"not {type(tensor).__name__}; compute y from tensors with requires_grad=true")
     if retain_graph is None:
         retain_graph = create_graph
     seeds = make_seeds(tensor, gradient, "step()")

@@ -18,7 +18,7 @@ LAYERS = [
     ["autograd"],
     ["tensor"],
     ["ops", "creation", "functional", "autograd_functional", "checks", "inspect", "display", "graphview", "plotting",
-     "stepping", "explain"],
+     "stepping", "explain", "why"],
     ["autodsl"],            # the public API façade (autodsl/__init__.py)
     ["lang"],
     ["session"],

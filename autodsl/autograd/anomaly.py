@@ -153,7 +153,7 @@ class AnomalyReport:
     or the node name (backward, ``SqrtBackward``). ``node``: the graph node
     (backward; forward when the op was recorded), else None. ``pos``: its
     source position ``(file, line, column, text)`` or None. ``bad``: "nan",
-    "inf" or "nan and inf". ``input``: (backward) which input's gradient went
+    "inf", "-inf" or several of them joined by "and". ``input``: (backward) which input's gradient went
     bad. ``lines``: the summary lines (inputs, output, gradients).
     """
 
@@ -178,7 +178,7 @@ class AnomalyReport:
         if self.where == "forward":
             return f"anomaly: {self.op}{at} produced {self.bad} from finite inputs"
         return (f"anomaly: {self.op}{at} produced {self.bad} in the gradient for its input "
-                f"{self.input} from a finite gradient (the forward values were finite there)")
+                f"{self.input} from a finite gradient")
 
     def __str__(self) -> str:
         out = [self.headline()] + ["  " + ln for ln in self.lines]
@@ -200,9 +200,9 @@ def _finite(arr) -> bool:
 
 
 def _bad_kind(host) -> str:
-    nan = bool(np.isnan(host).any())
-    inf = bool(np.isinf(host).any())
-    return "nan and inf" if nan and inf else ("nan" if nan else "inf")
+    """"nan", "inf", "-inf", or a list of those joined by "and"."""
+    kinds = [w for w, f in (("nan", np.isnan), ("inf", np.isposinf), ("-inf", np.isneginf)) if f(host).any()]
+    return " and ".join(kinds)
 
 
 def summarize(arr) -> str:
@@ -219,15 +219,16 @@ def summarize(arr) -> str:
     nan = int(np.isnan(host).sum())
     pinf = int(np.isposinf(host).sum())
     ninf = int(np.isneginf(host).sum())
+    bad = ", ".join(f"{n} {w}" for n, w in ((nan, "nan"), (pinf, "inf"), (ninf, "-inf")) if n)
+    if host.size <= 4:
+        values = ", ".join(format_number(v) for v in host.ravel().tolist())
+        return f"{head}, values {values}" + (f" ({bad})" if bad else "")
     finite = host[np.isfinite(host)]
     parts = [head]
     if finite.size:
         parts.append(f"min {_short(finite.min())} max {_short(finite.max())}"
-                     + (" (finite ones)" if finite.size != host.size else ""))
-    if host.size <= 4:
-        parts.append("values " + ", ".join(format_number(v) for v in host.ravel().tolist()))
-    bad = [f"{n} {w}" for n, w in ((nan, "nan"), (pinf, "inf"), (ninf, "-inf")) if n]
-    parts.append((", ".join(bad) + f" of {host.size}") if bad else "no nan/inf")
+                     + (" (of the finite ones)" if finite.size != host.size else ""))
+    parts.append(f"{bad} of {host.size}" if bad else "no nan/inf")
     return ", ".join(parts)
 
 
@@ -304,12 +305,56 @@ def check_forward(op_name: str, inputs, out, node=None) -> None:
     for i, t in enumerate(inputs):
         child = getattr(t, "grad_fn", None)
         text = pos_text(child.pos) if child is not None and child.pos is not None else None
+        if text is None:
+            names = _names_of(t)
+            text = names[0] if names else None
         what = f" `{text}`" if text else ""
         lines.append(f"input {i}{what}: {summarize(t._data)}")
     lines.append(f"output: {summarize(arr)}")
     report = AnomalyReport("forward", op_name, node, pos, _bad_kind(host), lines,
                            hint=_FORWARD_HINTS.get(op_name))
     _emit(st, _site("forward", op_name, pos), report, ValueError_)
+
+
+def _forward_output(node):
+    """The array a node's op produced in the forward, when it is still known (else None)."""
+    arr = getattr(node, "_out_scalar", None)
+    if arr is not None:
+        return arr
+    ref = getattr(node, "_out_ref", None)
+    out = ref() if ref is not None else None
+    return None if out is None else out._data
+
+
+def _forward_input(node, i):
+    """The value of a node's input ``i`` in the forward, when it is still known (else None)."""
+    edges = node.next_edges
+    child = edges[i] if i < len(edges) else None
+    if child is None:
+        consts = getattr(node, "_consts", None)
+        return consts[i] if consts is not None and i < len(consts) else None
+    var = getattr(child, "variable", None)      # an AccumulateGrad: the leaf itself
+    if var is not None:
+        return var._data
+    return _forward_output(child)
+
+
+def _input_text(node, i):
+    """The source text of a node's input ``i``: the expression that made it, or the leaf's name."""
+    edges = node.next_edges
+    child = edges[i] if i < len(edges) else None
+    if child is None:
+        return None
+    var = getattr(child, "variable", None)
+    if var is not None:
+        names = _names_of(var)
+        return names[0] if names else None
+    return pos_text(child.pos) if child.pos is not None else None
+
+
+def _names_of(t):
+    from .watch import names_of  # noqa: PLC0415 (watch imports this module)
+    return names_of(t)
 
 
 def _in_backward() -> bool:
@@ -336,10 +381,21 @@ def check_backward(node, grad, outs) -> None:
     bad = [i for i, og in enumerate(outs) if og is not None and not _finite(og._data)]
     if not bad or not _finite(grad._data):
         return
+    out = _forward_output(node)
+    if out is not None and not _finite(out):
+        return      # its forward value was already non-finite: the forward check reported that
     i = bad[0]
     og = outs[i]
     host = np.asarray(backend.to_host(og._data))
-    lines = [f"grad in: {summarize(grad._data)}"]
+    lines = []
+    for j in bad:
+        inp = _forward_input(node, j)
+        if inp is not None:
+            text = _input_text(node, j)
+            lines.append(f"input {j}{f' `{text}`' if text else ''} (forward): {summarize(inp)}")
+    if out is not None:
+        lines.append(f"output (forward): {summarize(out)}")
+    lines.append(f"grad in: {summarize(grad._data)}")
     for j in bad:
         lines.append(f"grad for input {j}: {summarize(outs[j]._data)}")
     report = AnomalyReport("backward", node.name, node, node.pos, _bad_kind(host), lines,

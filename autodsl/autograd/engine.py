@@ -152,10 +152,10 @@ class GraphTask:
         while heap:
             node = heapq.heappop(heap)[2]
             g = buffers.pop(node, None)
+            if stepping:        # pause before anything of the node runs, its hooks included
+                yield node, g, heap, deps, buffers
             if g is not None and node._pre_hooks:      # register_hook: may replace g (Note [tensor hooks])
                 g = node.run_pre_hooks(g, rec)
-            if stepping:
-                yield node, g, heap, deps, buffers
             outs = None
             if g is not None:
                 is_acc = isinstance(node, AccumulateGrad)

@@ -49,7 +49,18 @@ def caller_pos(depth: int = 2):
         f = f.f_back
     if f is None:
         return None
-    return (f.f_code.co_filename, f.f_lineno, None, None)
+    # One tuple per source line, shared by every node made there: a loop that makes a
+    # million nodes must not make a million more objects for the cyclic GC to walk.
+    key = (f.f_code.co_filename, f.f_lineno)
+    pos = _POSITIONS.get(key)
+    if pos is None:
+        if len(_POSITIONS) >= 10_000:
+            _POSITIONS.clear()
+        pos = _POSITIONS[key] = (key[0], key[1], None, None)
+    return pos
+
+
+_POSITIONS: dict = {}
 
 
 def pos_text(pos) -> str | None:

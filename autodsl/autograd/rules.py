@@ -104,7 +104,7 @@ def operand_names(node, names=None, labels=None) -> list:
             if label is None and nxt.pos and nxt.pos[2] is not None:    # language text only
                 text = pos_text(nxt.pos)
                 if text and len(text) <= 30:
-                    label = text if _NAME.fullmatch(text) else f"({text})"
+                    label = text if _atomic(text) else f"({text})"
         if label is None:
             if nxt is None:
                 label = "<constant>"
@@ -114,12 +114,47 @@ def operand_names(node, names=None, labels=None) -> list:
     return out
 
 
+def _atomic(text: str) -> bool:
+    """True when ``text`` needs no brackets as an operand: a name, a number, a call, an
+    index or attribute (``sin(t)``, ``x[0]``, ``x.sum(dim=0)``) or one bracketed whole."""
+    depth = 0
+    for ch in text:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif depth == 0 and not (ch.isalnum() or ch in "_."):
+            return False
+    return bool(text) and depth == 0
+
+
 def with_operands(formula: str, node, labels: list) -> str:
     """``formula`` with the input names replaced by ``labels`` (from ``operand_names``) where known."""
     table = {n: lab for n, lab in zip(input_names(node), labels) if lab is not None}
     if not table:
         return formula
-    return _NAME.sub(lambda m: table.get(m.group(0), m.group(0)), formula)
+
+    def put(m):
+        lab = table.get(m.group(0))
+        if lab is None:
+            return m.group(0)
+        if formula[m.start() - 1:m.start()] == "(" and formula[m.end():m.end() + 1] == ")" \
+                and _enclosed(lab):
+            return lab[1:-1]        # `sin(a)` with a = `(t + 1)`: sin(t + 1), not sin((t + 1))
+        return lab
+    return _NAME.sub(put, formula)
+
+
+def _enclosed(text: str) -> bool:
+    """True when ``text`` is one bracketed whole, ``(a+b)``; not ``(a).sum()`` or ``(a)*(b)``."""
+    if not text.startswith("("):
+        return False
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0:
+            return i == len(text) - 1
+    return False
 
 
 def _host_scalar(arr):

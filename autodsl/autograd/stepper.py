@@ -74,9 +74,12 @@ class BackwardStepper:
         Raises whatever the node raises (a version error, ...); the pass is then
         over and no ``.grad`` has changed.
         """
-        n = int(n)
+        from ..errors import ValueError_  # noqa: PLC0415
+        try:
+            n = int(n)
+        except (TypeError, ValueError):
+            raise ValueError_(f"next(n) takes a whole number of nodes to run, not {n!r}") from None
         if n < 1:
-            from ..errors import ValueError_  # noqa: PLC0415
             raise ValueError_(f"next(n) runs n >= 1 nodes, not {n}")
         if self.done:
             return self._over()
@@ -136,7 +139,8 @@ class BackwardStepper:
         lines = [f"paused before step {self.steps_run + 1}",
                  f"  next     {self._label(node)}{' at ' + at if at else ''}",
                  "  grad     " + ("nothing (no gradient reached it; it only passes the count on)"
-                                  if g is None else _indent(format_array(_host(g)), 11))]
+                                  if g is None else _indent(format_array(_host(g)), 11))
+                 + ("  (tensor hooks run on it first)" if g is not None and node._pre_hooks else "")]
         ready = [entry[2] for entry in sorted(heap)]
         lines.append("  ready    " + (", ".join(self._label(n) for n in ready[:_SHOW]) or "(empty)")
                      + _more(len(ready)))
@@ -146,8 +150,9 @@ class BackwardStepper:
             lines.append("  waiting  (node: gradients still to come, gradient summed so far)")
             for n, d in waiting[:_SHOW]:
                 part = buffers.get(n)
-                so_far = "nothing yet" if part is None else _indent(format_array(_host(part)), 30)
-                lines.append(f"           {self._label(n)}: {d} to come, {so_far}")
+                head = f"           {self._label(n)}: {d} to come, "
+                so_far = "nothing yet" if part is None else _indent(format_array(_host(part)), len(head))
+                lines.append(head + so_far)
             if len(waiting) > _SHOW:
                 lines.append(f"           ... {len(waiting) - _SHOW} more")
         lines.append("  (:next runs it, :continue runs the rest, :abort leaves every .grad as it was)")

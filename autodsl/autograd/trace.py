@@ -190,9 +190,18 @@ class Trace:
 
     def _labels(self):
         # The roots (deps 0) first, so that the numbering is the one graph(root) shows;
-        # every node run is listed too, in case a root had incoming edges.
-        roots = [st.node for st in self.steps if st.deps == 0] + [st.node for st in self.steps]
-        return node_labels(roots, self.names)
+        # every node run is listed too, in case a root had incoming edges. The op labels
+        # do not depend on names: walk the graph once; leaves are named afresh each time.
+        base = self.__dict__.get("_base_labels")
+        if base is None:
+            from .node import AccumulateGrad  # noqa: PLC0415
+            roots = [st.node for st in self.steps if st.deps == 0] + [st.node for st in self.steps]
+            base = self._base_labels = node_labels(roots)
+            self._leaf_nodes = [n for n in base if isinstance(n, AccumulateGrad)]
+        labels = dict(base)
+        for n in self._leaf_nodes:
+            labels[n] = leaf_label(n.variable, self.names)
+        return labels
 
     def format(self) -> str:
         labels = self._labels()
@@ -239,30 +248,35 @@ class Trace:
         """One dict per step, in execution order: ``step``, ``node`` (label), ``op`` (node name),
         ``pos`` (``{"file", "line", "column", "text"}`` or None), ``deps``, ``root``,
         ``grad_in`` (nested lists), and either ``sends`` (``[{"to", "grad", "rule",
-        "numbers"}]``) for an op node or ``leaf`` and ``grad_after`` for an AccumulateGrad."""
+        "numbers"}]``; ``rule`` is the op's formula for that input, or its one sentence for
+        all inputs, or None; ``numbers`` the formula with scalar values put in) for an op
+        node, or ``leaf`` and ``grad_after`` for an AccumulateGrad. ``trace[i]`` makes one."""
         labels = self._labels()
-        out = []
-        for i, st in enumerate(self.steps, 1):
-            pos = st.node.pos
-            rec = {"step": i, "node": labels[st.node], "op": st.node.name,
-                   "pos": None if not pos else {"file": pos[0], "line": pos[1], "column": pos[2],
-                                                "text": pos_text(pos)},
-                   "deps": st.deps, "root": st.deps == 0, "grad_in": _plain(st.grad_in)}
-            if st._hooked is not None:
-                rec["grad_before_hook"] = _plain(st.grad_before_hook)
-            if st.kind == "leaf":
-                rec["leaf"] = self.names.get(id(st.leaf))
-                rec["grad_after"] = None if st.grad_after is None else _plain(st.grad_after)
-            else:
-                sends = []
-                for (nxt, og), (i_in, formula) in zip(st.sends, _sent_rules(st)):
-                    sends.append({"to": labels[nxt], "grad": None if og is None else _plain(og),
-                                  "rule": formula,
-                                  "numbers": None if formula is None or og is None
-                                  else with_numbers(formula, st.values, st.grad_in)})
-                rec["sends"] = sends
-            out.append(rec)
-        return out
+        return [self._record(i, st, labels) for i, st in enumerate(self.steps, 1)]
+
+    def _record(self, i: int, st, labels) -> dict:
+        """One step's record (see ``records``)."""
+        pos = st.node.pos
+        rec = {"step": i, "node": labels[st.node], "op": st.node.name,
+               "pos": None if not pos else {"file": pos[0], "line": pos[1], "column": pos[2],
+                                            "text": pos_text(pos)},
+               "deps": st.deps, "root": st.deps == 0, "grad_in": _plain(st.grad_in)}
+        if st._hooked is not None:
+            rec["grad_before_hook"] = _plain(st.grad_before_hook)
+        if st.kind == "leaf":
+            rec["leaf"] = self.names.get(id(st.leaf))
+            rec["grad_after"] = None if st.grad_after is None else _plain(st.grad_after)
+        else:
+            sends = []
+            sentence = getattr(st.node, "rule", None)      # one sentence for every input
+            sentence = sentence if isinstance(sentence, str) else None
+            for (nxt, og), (i_in, formula) in zip(st.sends, _sent_rules(st)):
+                sends.append({"to": labels[nxt], "grad": None if og is None else _plain(og),
+                              "rule": formula if formula is not None else sentence,
+                              "numbers": None if formula is None or og is None
+                              else with_numbers(formula, st.values, st.grad_in)})
+            rec["sends"] = sends
+        return rec
 
     def to_json(self, **kwargs) -> str:
         """The records as JSON text (``kwargs`` go to ``json.dumps``, e.g. ``indent=2``);
@@ -274,7 +288,11 @@ class Trace:
         return iter(self.records())
 
     def __getitem__(self, i):
-        return self.records()[i]
+        labels = self._labels()
+        if isinstance(i, slice):
+            return [self._record(k + 1, self.steps[k], labels) for k in range(*i.indices(len(self.steps)))]
+        k = range(len(self.steps))[i]       # IndexError / TypeError as a list's
+        return self._record(k + 1, self.steps[k], labels)
 
     __str__ = format
 

@@ -6,10 +6,11 @@ Three records, none of them on the hot path of a recorded op:
   the engine): its root nodes (weakly), seed gradients, targets, whether it
   accumulates into ``.grad``, whether its graph had already been freed, where it
   was called, and its trace recorder when one ran. ``why(x)`` starts from it.
-* Where a value left the graph (``note_untracked``, from ``ops.registry.apply``
+* Where a value left the graph (``after_op``, from ``ops.registry.apply``
   only for ops that record nothing although an input requires grad: inside
-  ``no_grad``, comparisons, integer casts). Kept per source node, one entry per
-  site (so a loop does not grow it), and per output tensor, both weakly.
+  ``no_grad``, comparisons, integer casts). Kept per source node (weakly), one
+  entry per site (so a loop does not grow it) with a weak reference to its
+  latest result.
 * Where each in-place write happened (``note_write``, from the in-place path):
   the version counter, a list ``[n]``, becomes ``[n, (n, pos)]``. Version
   errors then name the line of the write.
@@ -27,7 +28,7 @@ from contextvars import ContextVar
 from . import anomaly as _anomaly
 from .node import SOURCE_POS, caller_pos
 
-__all__ = ["NAMES", "LastBackward", "last_backward", "note_backward", "after_op", "note_untracked", "note_write",
+__all__ = ["NAMES", "LAST", "LastBackward", "last_backward", "note_backward", "after_op", "note_write",
            "write_record", "breaks_from", "made_by", "Break", "names_of", "quiet"]
 
 NAMES: ContextVar = ContextVar("autodsl_tensor_names", default=None)
@@ -99,19 +100,21 @@ class LastBackward:
         return all(r() is not None for r in self._roots)
 
 
-_last: list = [None]
+# Where the last backward is kept: a one-element list; a Session puts its own here while its
+# code runs, so that why() in one session never explains another session's backward.
+LAST: ContextVar[list] = ContextVar("autodsl_last_backward", default=[None])
 _quiet = [0]
 
 
 def note_backward(task) -> None:
     """Called by the engine as each backward or grad() pass starts (not while ``quiet``)."""
     if not _quiet[0]:
-        _last[0] = LastBackward(task)
+        LAST.get()[0] = LastBackward(task)
 
 
 def last_backward() -> LastBackward | None:
-    """The record of the most recent backward or grad() call, or None."""
-    return _last[0]
+    """The record of the most recent backward or grad() call (in this Session), or None."""
+    return LAST.get()[0]
 
 
 class quiet:
@@ -133,17 +136,20 @@ class Break:
 
     ``kind``: "no_grad" (inside a no_grad block), "comparison" (a comparison or
     logical op: boolean, never differentiable) or "integer_cast" (``.to(int64)``
-    and the like). ``op``: the op name. ``pos``: where. ``sources``: weak
-    references to the graph nodes of the inputs that required grad.
+    and the like); "update" for a no_grad op whose result was written back into
+    its own input (``w -= lr * w.grad``: not a loss of gradient). ``op``: the op
+    name. ``pos``: where. ``sources``: weak references to the graph nodes of the
+    inputs that required grad; ``out``: to the latest result made at this site.
     """
 
-    __slots__ = ("kind", "op", "pos", "sources", "serial", "__weakref__")
+    __slots__ = ("kind", "op", "pos", "sources", "out", "serial")
 
-    def __init__(self, kind, op, pos, sources):
+    def __init__(self, kind, op, pos, sources, out):
         self.kind = kind
         self.op = op
         self.pos = pos
         self.sources = sources
+        self.out = out
         self.serial = next(_serial)
 
     def source_nodes(self) -> list:
@@ -153,76 +159,89 @@ class Break:
         return f"Break({self.kind!r}, {self.op!r}, {self.pos!r})"
 
 
-_by_source: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # node -> {(kind, pos): Break}
-_by_output: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # tensor -> Break
+# id(source node) -> (weak reference to it, {(kind, pos): Break}). A plain dict by id with a
+# weakref callback, not a WeakKeyDictionary: its lookups cost 50 ns instead of microseconds.
+_by_source: dict = {}
+
+
+def _sites_of(node, create: bool):
+    key = id(node)
+    entry = _by_source.get(key)
+    if entry is not None and entry[0]() is node:
+        return entry[1]
+    if not create:
+        return None
+
+    def gone(ref, key=key):
+        e = _by_source.get(key)
+        if e is not None and e[0] is ref:
+            del _by_source[key]
+
+    sites = {}
+    _by_source[key] = (weakref.ref(node, gone), sites)
+    return sites
 
 
 def after_op(cls, tensors, out, node, grad_on: bool) -> None:
     """The one call from ``ops.registry.apply`` after an op: made only while anomaly mode is on,
     or for an op that recorded no node because grad mode is off or the op is never
-    differentiable. ``node``: the op's node when it recorded one, else None."""
-    if node is None and (not grad_on or cls.never_differentiable):
-        note_untracked(cls, tensors, out, grad_on)
+    differentiable. ``node``: the op's node when it recorded one, else None.
+
+    For the latter, when an input requires grad, remember where its value left the
+    graph (a Break): one per site and source, so running a line again only updates it.
+    """
+    if node is None:
+        nodes = None
+        for t in tensors:
+            if t._requires_grad:
+                src = t.grad_fn if t.grad_fn is not None else t._accumulate_node()
+                if nodes is None:
+                    nodes = [src]
+                else:
+                    nodes.append(src)
+        if nodes is not None:
+            if cls.never_differentiable:
+                kind = "comparison"
+            elif cls.op_name == "to" and not out.dtype.is_floating:
+                kind = "integer_cast"
+            else:
+                kind = "no_grad"
+            key = (kind, SOURCE_POS.get() or caller_pos())
+            brk = _sites_of(nodes[0], True).get(key) if len(nodes) == 1 else None
+            if brk is not None:         # this site again (a loop): the latest result, the latest time
+                brk.out = weakref.ref(out)
+                brk.serial = next(_serial)
+            else:
+                brk = Break(kind, cls.op_name, key[1], [weakref.ref(n) for n in nodes], weakref.ref(out))
+                for src in nodes:
+                    _sites_of(src, True)[key] = brk
     if _anomaly.ON[0]:
         _anomaly.check_forward(cls.op_name, tensors, out, node)
 
 
-def note_untracked(cls, tensors, out, grad_on: bool) -> None:
-    """Called by ``apply`` for an op that recorded no node (grad mode off, or an op that is
-    never differentiable): remember it when an input requires grad."""
-    srcs = None
-    for t in tensors:
-        if t._requires_grad:
-            node = t.grad_fn if t.grad_fn is not None else t._accumulate_node()
-            if srcs is None:
-                srcs = [weakref.ref(node)]
-            else:
-                srcs.append(weakref.ref(node))
-    if srcs is None:
-        return
-    if cls.never_differentiable:
-        kind = "comparison"
-    elif getattr(cls, "op_name", None) == "to" and out.dtype.is_floating is False:
-        kind = "integer_cast"
-    elif not grad_on:
-        kind = "no_grad"
-    else:       # pragma: no cover - apply() calls only in the cases above
-        return
-    pos = SOURCE_POS.get() or caller_pos()
-    brk = Break(kind, getattr(cls, "op_name", cls.__name__), pos, srcs)
-    key = (kind, pos)
-    for ref in srcs:
-        node = ref()
-        sites = _by_source.get(node)
-        if sites is None:
-            _by_source[node] = sites = {}
-        else:
-            sites.pop(key, None)        # the most recent use of a site comes last
-        sites[key] = brk
-    _by_output[out] = brk
-
-
 def breaks_from(node) -> list:
-    """The Breaks whose inputs include ``node``'s tensor, oldest site first."""
-    sites = _by_source.get(node)
-    return [] if not sites else list(sites.values())
+    """The Breaks whose inputs include ``node``'s tensor, oldest first (updates left out)."""
+    sites = _sites_of(node, False)
+    return [] if not sites else sorted((b for b in sites.values() if b.kind != "update"),
+                                       key=lambda b: b.serial)
 
 
 def all_breaks() -> list:
-    """Every live Break (one per site and source), oldest first."""
+    """Every live Break (one per site and source), oldest first (updates left out)."""
     seen = {}
-    for sites in list(_by_source.values()):
+    for _, sites in list(_by_source.values()):
         for b in sites.values():
-            seen[id(b)] = b
+            if b.kind != "update":
+                seen[id(b)] = b
     return sorted(seen.values(), key=lambda b: b.serial)
 
 
 def made_by(tensor) -> Break | None:
-    """The Break that made ``tensor`` (it came out of an untracked op), or None."""
-    try:
-        return _by_output.get(tensor)
-    except TypeError:
-        return None
+    """The Break whose latest result is ``tensor`` (it came out of an untracked op), or None."""
+    for b in all_breaks():
+        if b.out is not None and b.out() is tensor:
+            return b
+    return None
 
 
 # -- in-place writes ---------------------------------------------------------------------------------
@@ -241,11 +260,11 @@ def note_write(target) -> None:
         # into w: that is an update of w, not a use of w that lost its gradient.
         node = target.grad_fn if target.grad_fn is not None else target._accumulate
         if node is not None:
-            sites = _by_source.get(node)
+            sites = _sites_of(node, False)
             if sites:
-                brk = sites.pop(("no_grad", pos), None)
-                if brk is not None and not sites:
-                    del _by_source[node]
+                brk = sites.get(("no_grad", pos))
+                if brk is not None:
+                    brk.kind = "update"
 
 
 def write_record(counter):

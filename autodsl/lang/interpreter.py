@@ -280,8 +280,16 @@ class Interpreter:
         iterable = self.eval(stmt.iterable)
         if isinstance(iterable, (Tensor, range, list, tuple)):
             try:
-                items = iter(iterable)          # a tensor yields its rows (views), as in PyTorch
                 total = len(iterable)
+                if isinstance(iterable, Tensor):
+                    # its rows (views), all made first, as PyTorch's unbind(0) does; made "at" the iterable
+                    tok = self._pos_token(stmt.iterable)
+                    try:
+                        items = iter(list(iterable))
+                    finally:
+                        SOURCE_POS.reset(tok)
+                else:
+                    items = iter(iterable)
             except DSLError as e:
                 raise self._attach(e, stmt.iterable) from None
         else:

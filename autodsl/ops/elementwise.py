@@ -19,7 +19,12 @@ class Add(Op):
     """a + b, broadcasting."""
     promote = True
     def forward(self, a, b):
-        return a + b
+        try:
+            return a + b
+        except TypeError:               # torch: bool + bool is "or"; the standard has no bool +
+            if kind_of(a.dtype) == "b" and kind_of(b.dtype) == "b":
+                return _xp(a).logical_or(a, b)
+            raise
 
     rule = ("grad", "grad")
 
@@ -49,7 +54,12 @@ class Mul(Op):
             x, y = self.inputs
             na, nb = self.needs_input_grad
             self.save_for_backward(x if nb else None, y if na else None)
-        return a * b
+        try:
+            return a * b
+        except TypeError:               # torch: bool * bool is "and"; the standard has no bool *
+            if kind_of(a.dtype) == "b" and kind_of(b.dtype) == "b":
+                return _xp(a).logical_and(a, b)
+            raise
 
     rule = ("grad * b", "grad * a")
 

@@ -1,0 +1,45 @@
+"""Suite-wide switches.
+
+``--array-api=strict`` (or the environment variable ``AUTODSL_ARRAY_API=strict``) makes the
+"cpu" device compute with ``array_api_strict``, the Array API standard and nothing more, so
+the whole suite shows that autodsl calls nothing NumPy-only on tensor data. Subprocesses
+(the CLI and REPL tests) inherit it through the environment. A test that is inherently about
+NumPy is marked ``@pytest.mark.numpy_only("why")`` and skips there with that reason.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+def pytest_addoption(parser):
+    parser.addoption("--array-api", choices=("numpy", "strict"), default=None,
+                     help="the array namespace of the cpu device (default: $AUTODSL_ARRAY_API, else numpy)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "numpy_only(reason): needs the NumPy namespace; skipped under "
+                                       "--array-api=strict")
+    name = config.getoption("--array-api")
+    if name:
+        os.environ["AUTODSL_ARRAY_API"] = name      # for subprocesses, and for the import below
+        from autodsl import backend
+        backend.use_namespace(name)
+
+
+def pytest_report_header(config):
+    from autodsl import backend
+    return f"autodsl: cpu array namespace {backend.namespace_name()}"
+
+
+def pytest_collection_modifyitems(config, items):
+    from autodsl import backend
+    if backend.namespace_name() == "numpy":
+        return
+    for item in items:
+        mark = item.get_closest_marker("numpy_only")
+        if mark is not None:
+            why = mark.args[0] if mark.args else "inherently about NumPy"
+            item.add_marker(pytest.mark.skip(reason=f"NumPy only ({why}); this run uses "
+                                                    f"{backend.namespace_name()}"))
