@@ -95,9 +95,8 @@ def _as_inputs(inputs, what: str) -> list:
 
 def _copy64(t: Tensor) -> Tensor:
     """A float64 copy of t's values with t's requires_grad, on t's device (integers stay integers)."""
-    xp = backend.namespace_of(t._data)
     floating = t.dtype.is_floating
-    arr = xp.array(t._data, dtype=np.float64 if floating else t._data.dtype, copy=True)
+    arr = backend.asarray(t._data, backend.float64 if floating else t.dtype, t.device, copy=True)
     c = Tensor(arr, _device=t.device)
     if floating and t.requires_grad:
         c.requires_grad_(True)
@@ -140,9 +139,8 @@ class _Nudge:
 
     def __init__(self, t: Tensor, label: str, what: str):
         arr = self.arr = t._data
-        flags = getattr(arr, "flags", None)
         strides = getattr(arr, "strides", ())
-        if (flags is not None and not getattr(flags, "writeable", True)) or (arr.size > 1 and 0 in strides):
+        if not backend.writeable(arr) or (arr.size > 1 and 0 in strides):
             raise AutogradError(f"{what}(): {label} shares memory between its elements (an expanded or "
                                 "broadcast tensor), so one element cannot be nudged alone; clone() it first")
 
@@ -153,7 +151,7 @@ class _Nudge:
         dividing by the rounded step instead of ``2 eps`` keeps the quotient honest.
         """
         arr = self.arr
-        old = arr[idx].copy()
+        old = backend.copy(arr[idx])
         x = float(old)
         try:
             arr[idx] = x + eps
@@ -615,8 +613,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=EPS, atol=ATOL, rtol=RTOL, 
         rng = np.random.default_rng(0)
         gos = []
         for o in outs:
-            xp = backend.namespace_of(o._data)
-            arr = xp.asarray(rng.uniform(-1.0, 1.0, size=o.shape).astype(np.float64))
+            arr = backend.asarray(rng.uniform(-1.0, 1.0, size=o.shape), backend.float64, o.device)
             gos.append(Tensor(arr, _device=o.device).requires_grad_(True))
     else:
         gos = _as_inputs(grad_outputs, "gradgradcheck")

@@ -176,7 +176,13 @@ class _Explainer:
         """The user's text for a node's input ``i``: a variable name or the source of the expression."""
         edges = node.next_edges
         child = edges[i] if i < len(edges) else None
-        if child is None:
+        if child is None:           # a constant input: a variable whose values the node kept?
+            consts = getattr(node, "_consts", None)
+            data = consts[i] if consts is not None and i < len(consts) else None
+            if data is not None:
+                for k, v in self.namespace:
+                    if v._data is data:
+                        return k
             return None
         if isinstance(child, AccumulateGrad):
             return self.tensor_name(child.variable)
@@ -343,6 +349,10 @@ class _Explainer:
         # 1. detach() copies of x that the graph (or a variable) uses
         aliases = self._detached_aliases(graph)
         for t, nm, used in aliases:
+            if t is None:           # only the graph's constant shows it: a detach() or .data of x
+                lines.append(f"The path is cut: {used} (a detach() or .data of it), which carry no "
+                             f"gradient path. Use {self.me} itself there.")
+                continue
             at = format_pos(t._pos)
             who = f"`{nm}`" if nm else "a detach() of it"
             lines.append(
@@ -374,6 +384,7 @@ class _Explainer:
         counter = x._version
         found = {}
         used_by = {}
+        const_users = []          # nodes that kept x's own array as a constant input (scalars)
         for node in graph:
             if isinstance(node, AccumulateGrad):
                 continue
@@ -384,6 +395,9 @@ class _Explainer:
                         and not t._requires_grad:
                     found.setdefault(id(t), t)
                     used_by.setdefault(id(t), node)
+            consts = getattr(node, "_consts", None)
+            if consts is not None and any(c is x._data for c in consts):
+                const_users.append(node)
         for k, v in self.namespace:
             if v is not x and v._version is counter and v.grad_fn is None \
                     and not v._requires_grad and v._pos is not None:
@@ -391,8 +405,13 @@ class _Explainer:
         out = []
         for tid, t in found.items():
             user = used_by.get(tid)
+            if user is None:
+                user = next((n for n in const_users if t._data is x._data), None)
             used = f"{self.describe(user)} uses it" if user is not None else None
             out.append((t, self.tensor_name(t), used))
+        if not out:
+            out.extend((None, None, f"{self.describe(n)} uses {self.me}'s values as a constant")
+                       for n in const_users)
         return out
 
     # -- reached: follow the gradient ----------------------------------------------------------
@@ -641,10 +660,10 @@ def _zero_reason(ex: _Explainer, node, i, og) -> str | None:
         if j is not None:
             other = ex.input_value(node, j)
             ot = ex.input_text(node, j)
-            o = f"`{ot}`" if ot else "the other factor"
+            o = f"the other factor `{ot}`" if ot else "the other factor"
             if other is not None and np.asarray(backend.to_host(other)).size == 1:
-                return f"the other factor {o} was {_value(other)}"
-            return f"the other factor {o} was 0{where}"
+                return f"{o} was {_value(other)}"
+            return f"{o} was 0{where}"
         return "a factor was 0"
     if name == "SignBackward":
         return "sign() has derivative 0 everywhere"

@@ -296,7 +296,8 @@ def check_forward(op_name: str, inputs, out, node=None) -> None:
     for t in inputs:
         if not _finite(t._data):
             return          # not the root cause: a non-finite input came in
-    if _in_backward():
+    from .watch import IN_PASS  # noqa: PLC0415 (watch imports this module)
+    if IN_PASS[0]:
         return              # an op inside a node's backward formula: check_backward names the node
     pos = (node.pos if node is not None and node.pos is not None
            else SOURCE_POS.get() or caller_pos())
@@ -304,7 +305,7 @@ def check_forward(op_name: str, inputs, out, node=None) -> None:
     lines = []
     for i, t in enumerate(inputs):
         child = getattr(t, "grad_fn", None)
-        text = pos_text(child.pos) if child is not None and child.pos is not None else None
+        text = _source_text(child.pos) if child is not None else None
         if text is None:
             names = _names_of(t)
             text = names[0] if names else None
@@ -349,26 +350,17 @@ def _input_text(node, i):
     if var is not None:
         names = _names_of(var)
         return names[0] if names else None
-    return pos_text(child.pos) if child.pos is not None else None
+    return _source_text(child.pos)
+
+
+def _source_text(pos):
+    """The expression's text in the language; None for a Python caller (its whole line)."""
+    return pos_text(pos) if pos and pos[2] is not None else None
 
 
 def _names_of(t):
     from .watch import names_of  # noqa: PLC0415 (watch imports this module)
     return names_of(t)
-
-
-def _in_backward() -> bool:
-    """True when called from inside the engine's pass (an op of a backward formula). Only
-    asked once a non-finite value has been found, so walking the stack costs nothing usual."""
-    import sys  # noqa: PLC0415
-    from . import engine  # noqa: PLC0415 (the engine imports this module)
-    f = sys._getframe(2)
-    here = engine.__file__
-    while f is not None:
-        if f.f_code.co_filename == here:
-            return True
-        f = f.f_back
-    return False
 
 
 def check_backward(node, grad, outs) -> None:

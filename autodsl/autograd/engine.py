@@ -19,7 +19,7 @@ from . import trace as _trace
 from .anomaly import ON as _CHECKING
 from .anomaly import check_backward
 from .node import AccumulateGrad
-from .watch import note_backward
+from .watch import IN_PASS, note_backward
 from .quiet import ieee
 
 __all__ = ["GraphTask"]
@@ -110,10 +110,12 @@ class GraphTask:
         paused = gc.isenabled()
         if paused:
             gc.disable()
+        IN_PASS[0] += 1             # ops of backward formulas are not the user's (autograd/watch.py)
         try:
             with grad_mode.set_grad_enabled(self.create_graph), ieee():
                 yield
         finally:
+            IN_PASS[0] -= 1
             if paused:
                 gc.enable()
 

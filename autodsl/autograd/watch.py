@@ -28,10 +28,14 @@ from contextvars import ContextVar
 from . import anomaly as _anomaly
 from .node import SOURCE_POS, caller_pos
 
-__all__ = ["NAMES", "LAST", "LastBackward", "last_backward", "note_backward", "after_op", "note_write",
+__all__ = ["NAMES", "LAST", "IN_PASS", "LastBackward", "last_backward", "note_backward", "after_op", "note_write",
            "write_record", "breaks_from", "made_by", "Break", "names_of", "quiet"]
 
 NAMES: ContextVar = ContextVar("autodsl_tensor_names", default=None)
+
+# How many backward passes are running (the engine counts them): the ops of backward formulas
+# are not the user's, so they leave no Break and anomaly mode reports their node instead.
+IN_PASS = [0]
 
 _serial = itertools.count(1)
 
@@ -190,7 +194,7 @@ def after_op(cls, tensors, out, node, grad_on: bool) -> None:
     For the latter, when an input requires grad, remember where its value left the
     graph (a Break): one per site and source, so running a line again only updates it.
     """
-    if node is None:
+    if node is None and not IN_PASS[0]:
         nodes = None
         for t in tensors:
             if t._requires_grad:

@@ -22,6 +22,7 @@ from ..backend import kind_of, namespace_of
 from ..autograd import grad_mode
 from ..autograd.anomaly import ON as _CHECKING
 from ..autograd.journal import record_values
+from ..autograd.watch import IN_PASS as _IN_PASS
 from ..autograd.watch import after_op, note_write
 from ..autograd.quiet import depth as quiet_depth
 from ..autograd.quiet import ieee
@@ -294,7 +295,7 @@ def apply(cls, *inputs, **params) -> Tensor:
             node._saved = (node._saved or ()) + (SavedOutput(out),)
         out.grad_fn = node
         out._requires_grad = True
-    if _CHECKING[0] or not (record or grad_on and not cls.never_differentiable):
+    if _CHECKING[0] or not (record or _IN_PASS[0] or grad_on and not cls.never_differentiable):
         after_op(cls, tensors, out, node if record else None, grad_on)    # anomaly mode; why()
     return out
 
