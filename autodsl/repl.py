@@ -60,7 +60,8 @@ leaves are tensors you made; only leaves that require grad get .grad (or retain_
   x.grad, x.grad_fn, x.is_leaf, x.requires_grad
   grad(y, [x])              gradients without touching .grad (create_graph=true for higher order)
   x.grad = none / x.zero_grad()   gradients accumulate until zeroed
-  :trace on                 show each backward step by step; :graph y shows what y depends on""",
+  :trace on                 show each backward step by step; :graph y shows what y depends on
+  :why x                    why x.grad is none or zero;  :anomaly on  where a nan or inf started""",
     "keys": """\
 Enter            run the input when it is complete, else open a continuation line
 Escape Enter     always a new line

@@ -70,7 +70,8 @@ class Why:
     LANG_ATTRIBUTES = frozenset({"reason", "node", "label", "line", "lines"})
 
     def __init__(self, reason, lines, node=None, label=None, pos=None, culprits=(), breaks=()):
-        assert reason in REASONS, reason
+        if reason not in REASONS:     # pragma: no cover - a bug in this module
+            raise ValueError(f"unknown reason {reason!r}")
         self.reason = reason
         self.lines = list(lines)
         self.node = node
@@ -98,10 +99,13 @@ def why(x, names=None) -> Why:
     the gradient reached it and was zeroed on the way (naming the node: a relu that was
     off, a clamp at its bound, a where branch not taken, a max that was not the maximum).
 
-    Returns a Why: ``str()`` is the explanation; ``.reason`` (a code such as "zero",
-    "not_reached", "non_leaf"), ``.node``, ``.label`` and ``.line`` are the facts.
-    ``names``: {name: tensor} or {id(tensor): name}, to name variables (a Session passes
-    its own). Raises TypeError_ when x is not a tensor.
+    ``x``: a tensor of any shape and dtype. Returns a Why: ``str()`` is the explanation;
+    ``.reason`` (a code such as "zero", "not_reached", "non_leaf"), ``.node`` (the graph
+    node), ``.label`` (its name in the trace, ``ReluBackward#1``), ``.line`` and ``.lines``
+    (the explanation's lines) are the facts. ``names``: {name: tensor} or {id(tensor):
+    name}, to name variables (a Session passes its own; from Python, the caller's
+    variables are used). Raises TypeError_ when x is not a tensor. Changes nothing: no
+    ``.grad``, no graph.
 
     Example (language)::
 
@@ -477,7 +481,7 @@ class _Explainer:
                 return None, None, "the output of the last backward no longer exists"
             seeds.append((node, Tensor(data, _device=device)))
         for node in walk([n for n, _ in seeds]):
-            if getattr(node, "_released", False) and node._saved is None and _needs_saved(node):
+            if getattr(node, "_released", False):        # its saved values were freed
                 return None, None, ("its graph was freed by that backward; run it with retain_graph=true "
                                     "(or inside a Session, or with trace(true)) and ask again")
 
@@ -571,11 +575,6 @@ def _output_of(node):
     ref = getattr(node, "_out_ref", None)
     out = ref() if ref is not None else None
     return None if out is None else out._data
-
-
-def _needs_saved(node) -> bool:
-    """Whether the node's backward reads saved values (a freed graph cannot run it again)."""
-    return getattr(node, "_released", False)
 
 
 def _edge_index(node, nxt, send_index):

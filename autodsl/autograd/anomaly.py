@@ -92,6 +92,7 @@ def anomaly(enabled: bool = True, mode: str = "warn") -> None:
     summarized: shape, min/max, any nan/inf) and in the backward (the node that made a
     non-finite gradient from a finite one, with the gradient that came in).
 
+    Only floating-point results are checked (integers and bools are always finite).
     ``mode="warn"`` (default) prints a warning once per site and goes on;
     ``mode="raise"`` stops at the first one with an error (ValueError_ in the
     forward, AutogradError in the backward). Raises ValueError_ for another mode.

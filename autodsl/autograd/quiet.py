@@ -7,8 +7,6 @@ once, and ops inside skip it (``depth``).
 """
 from __future__ import annotations
 
-import contextlib
-
 from ..backend import ignore_fp_errors
 
 __all__ = ["ieee", "depth"]
@@ -19,11 +17,23 @@ __all__ = ["ieee", "depth"]
 depth = [0]
 
 
-@contextlib.contextmanager
-def ieee():
-    with ignore_fp_errors():
+class _IEEE:
+    """The context manager ``ieee()`` returns: a class, not a generator, since ops from the
+    Python API enter one each (a generator-based context manager costs several times more)."""
+
+    __slots__ = ("_errstate",)
+
+    def __enter__(self):
+        self._errstate = err = ignore_fp_errors()
+        err.__enter__()
         depth[0] += 1
-        try:
-            yield
-        finally:
-            depth[0] -= 1
+        return self
+
+    def __exit__(self, *exc):
+        depth[0] -= 1
+        return self._errstate.__exit__(*exc)
+
+
+def ieee() -> _IEEE:
+    """Scope IEEE results (no warnings for x/0, 0/0, overflow) and mark ops as inside it."""
+    return _IEEE()
