@@ -289,17 +289,14 @@ def check_forward(op_name: str, inputs, out, node=None) -> None:
     graph node when recorded (for the position), else None.
     """
     st = _state.get()
-    if st is None:
-        return
+    if st is None or _watch.IN_PASS[0]:     # in a pass: an op of a backward formula, whose node
+        return                              # check_backward reports
     arr = out._data
     if _finite(arr):
         return
     for t in inputs:
         if not _finite(t._data):
             return          # not the root cause: a non-finite input came in
-    from .watch import IN_PASS  # noqa: PLC0415 (watch imports this module)
-    if IN_PASS[0]:
-        return              # an op inside a node's backward formula: check_backward names the node
     pos = (node.pos if node is not None and node.pos is not None
            else SOURCE_POS.get() or caller_pos())
     host = np.asarray(backend.to_host(arr))
@@ -360,8 +357,7 @@ def _source_text(pos):
 
 
 def _names_of(t):
-    from .watch import names_of  # noqa: PLC0415 (watch imports this module)
-    return names_of(t)
+    return _watch.names_of(t)
 
 
 def check_backward(node, grad, outs) -> None:
@@ -394,3 +390,6 @@ def check_backward(node, grad, outs) -> None:
     report = AnomalyReport("backward", node.name, node, node.pos, _bad_kind(host), lines,
                            hint=_BACKWARD_HINTS.get(node.name), input=i)
     _emit(st, _site("backward", node.name, node.pos, i), report, AutogradError)
+
+
+from . import watch as _watch  # noqa: E402 (last: watch imports this module)

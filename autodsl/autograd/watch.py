@@ -28,8 +28,8 @@ from contextvars import ContextVar
 from . import anomaly as _anomaly
 from .node import SOURCE_POS, caller_pos
 
-__all__ = ["NAMES", "LAST", "IN_PASS", "LastBackward", "last_backward", "note_backward", "after_op", "note_write",
-           "write_record", "breaks_from", "made_by", "Break", "names_of", "quiet"]
+__all__ = ["NAMES", "LAST", "IN_PASS", "LastBackward", "last_backward", "note_backward", "after_op",
+           "note_write", "write_record", "breaks_from", "all_breaks", "made_by", "Break", "names_of", "quiet"]
 
 NAMES: ContextVar = ContextVar("autodsl_tensor_names", default=None)
 
