@@ -230,6 +230,8 @@ class CheckResult:
     ``eps``, ``atol``, ``rtol``, ``dtype`` (what the numeric side ran in).
     """
 
+    LANG_ATTRIBUTES = frozenset({"ok", "value", "eps", "atol", "rtol"})     # what a script may read
+
     def __init__(self, function, names, rows, value, eps, atol, rtol, dtype):
         self.function = function
         self.names = list(names)

@@ -17,11 +17,13 @@ from . import backend
 from .autograd import grad_mode
 from .autograd.engine import GraphTask
 from .autograd.node import AccumulateGrad, pos_text
+from .autograd.rules import enclosed
 from .autograd.quiet import ieee
 from .autograd.trace import node_labels, tracing
+from .autograd import watch
 from .autograd.watch import quiet
 from .errors import AutogradError, IndexError_, TypeError_, ValueError_
-from .graphview import names_by_id
+from .graphview import NAMES, names_by_id
 from .tensor import Tensor
 from .textfmt import format_array, format_number
 
@@ -71,8 +73,9 @@ class Explanation:
         scalar = all(p.factors is not None for p in self.paths)
         if self.n_paths == 0:
             why = f"why({self.x_name})" if self.x_name.isidentifier() else "why(x)"
+            bw = f"{self.f_name}.backward()" if self.f_name.isidentifier() else "f.backward()"
             return (f"{d} = 0: no path leads from {self.f_name} to {self.x_name} "
-                    f"({why} after f.backward() tells where the graph breaks)")
+                    f"({why} after {bw} tells where the graph breaks)")
         lines = []
         if scalar:
             for k, p in enumerate(self.paths, 1):
@@ -80,7 +83,8 @@ class Explanation:
                     lines.append(f"{d} = 1 ({self.f_name} is {self.x_name} itself)")
                     continue
                 head = f"path {k}: " if self.n_paths > 1 else ""
-                chain = _join([f"d{_wrap(a)}/d{_wrap(b)}" for a, b in zip(p.names, p.names[1:])], " * ")
+                # `[operand i]` marks the edge into a name, so only where the name is a denominator
+                chain = _join([f"d{_wrap(_bare(a))}/d{_wrap(b)}" for a, b in zip(p.names, p.names[1:])], " * ")
                 nums = _join([_num(v) for v in p.factors], " * ")
                 lines.append(f"{head}{d} = {chain}")
                 lines.append(" " * len(head) + " " * len(d) + f" = {nums}")
@@ -138,7 +142,8 @@ def explain(f, x, element=None, names=None, max_paths: int = 16) -> Explanation:
     (before ``backward()``, or after ``backward(retain_graph=true)``). ``x``: a tensor
     that ``f`` depends on (a leaf or an intermediate). ``element``: an index into ``x``
     (``[0, 1]``) to see each path's share of that element; without it a tensor's paths
-    are summarized. ``names``: {name: tensor} (a Session supplies its variables).
+    are summarized. ``names``: {name: tensor} (a Session supplies its variables; from
+    Python, the caller's variables are used).
     ``max_paths``: how many paths to list (the total is always over every path).
 
     The paths apply each node's backward without tensor hooks; when a node on them has a
@@ -171,6 +176,8 @@ def explain(f, x, element=None, names=None, max_paths: int = 16) -> Explanation:
         max_paths = max(int(max_paths), 1)
     except (TypeError, ValueError):
         raise TypeError_(f"explain(..., max_paths=) takes a whole number, not {max_paths!r}") from None
+    if names is None and NAMES.get() is None:
+        names = watch._caller_namespace()       # the Python API: the caller's variables (as why())
     by_id = names_by_id(names)
     labels = node_labels([f.grad_fn], by_id)
     target = x._gradient_edge()
@@ -339,23 +346,16 @@ def _node_name(node, by_id, labels) -> str:
     return f"<{labels.get(node, node.name)}>"
 
 
+def _bare(name: str) -> str:
+    """A path name without its ``[operand i]`` mark."""
+    return name.partition(" [operand ")[0]
+
+
 def _wrap(name: str) -> str:
     base, mark, which = name.partition(" [operand ")
     if mark:
         return _wrap(base) + " [operand " + which
-    return name if name.isidentifier() or name.startswith("<") or _enclosed(name) else f"({name})"
-
-
-def _enclosed(text: str) -> bool:
-    """True when ``text`` is one bracketed whole, ``(a+b)``; not ``(a)*(b)``."""
-    if not text.startswith("("):
-        return False
-    depth = 0
-    for i, ch in enumerate(text):
-        depth += (ch == "(") - (ch == ")")
-        if depth == 0:
-            return i == len(text) - 1
-    return False
+    return name if name.isidentifier() or name.startswith("<") or enclosed(name) else f"({name})"
 
 
 # -- numbers -------------------------------------------------------------------------------

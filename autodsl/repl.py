@@ -189,10 +189,16 @@ class Repl:
         return None
 
     def command(self, text: str) -> None:
+        from .autograd.node import SOURCE_POS
         name, _, arg = text.partition(" ")
         full = self.resolve(name)
         if full is not None:
-            self.commands[full](arg.strip())
+            # what a command starts (the backward of :step) is "at" the command, not at a Python frame
+            token = SOURCE_POS.set(("<input>", 1, 1, text))
+            try:
+                self.commands[full](arg.strip())
+            finally:
+                SOURCE_POS.reset(token)
 
     def usage(self, name: str) -> str:
         return (self.commands[name].__doc__ or name).strip().splitlines()[0]
@@ -323,7 +329,9 @@ class Repl:
 
     def cmd_explain(self, arg: str) -> None:
         """:explain f x  the chain rule for df/dx written out, one line per path"""
-        parts = arg.split()
+        parts = arg.rsplit(None, 1)       # f may be an expression with spaces: `:explain (y * 2).sum() w`
+        if len(parts) == 2 and len(parts[0].split()) > 1 and not _parses(self.session, parts[0]):
+            parts = []
         if len(parts) != 2:
             self.write("usage: " + self.usage(":explain") + "  (f and x: variable names; explain(f, x, "
                        "element=[0, 1]) for one element)")
@@ -367,6 +375,7 @@ class Repl:
         value = self.value_of(arg)
         with self.session.context():
             new = step(value)           # a bad :step leaves the one being stepped as it is
+        new.hint = new.REPL_HINT
         if self.stepper is not None and not self.stepper.done:
             self.write(self.stepper.abort() + " (a new :step begins)")
         self.stepper = new
@@ -441,6 +450,9 @@ class Repl:
     def cmd_reset(self, arg: str) -> None:
         """:reset  forget every variable (device, dtype and trace settings stay)"""
         from .session import Session
+        if self.stepper is not None and not self.stepper.done:
+            self.write(self.stepper.abort())          # the variables it would write to are forgotten
+        self.stepper = None
         s = self.session
         self.session = Session(device=s.device, dtype=s.dtype, trace=s.trace, echo=s.echo, out=s.out,
                                anomaly=s.anomaly)
@@ -515,6 +527,15 @@ def _seconds(s: float) -> str:
     if s < 1:
         return f"{s * 1e3:.1f} ms"
     return f"{s:.2f} s"
+
+
+def _parses(session, text: str) -> bool:
+    """Whether ``text`` is one expression (for commands whose first argument may contain spaces)."""
+    try:
+        body = session.parse(text, "<input>").body
+    except DSLError:
+        return False
+    return len(body) == 1 and type(body[0]).__name__ == "ExprStmt"
 
 
 def _looks_like_path(arg: str) -> bool:

@@ -399,9 +399,12 @@ def make_seeds(tensors, grad_tensors, what: str):
                 "(and not inside no_grad)")
         if g is None:
             if t._data.size != 1:
+                ones = f"ones({', '.join(map(str, t.shape))})"
+                example = {"step()": f"step(y, {ones})", "grad()": f"grad(y, x, grad_outputs={ones})"}.get(
+                    what, f"y.backward({ones})")
                 raise AutogradError(
                     f"{what} on a non-scalar tensor (shape {t.shape}) needs a gradient of that shape, "
-                    f"e.g. y.backward(ones({', '.join(map(str, t.shape))})), or reduce it first with .sum()")
+                    f"e.g. {example}, or reduce it first with .sum()")
             g = Tensor(backend.xp(t.device).ones(t._data.shape, dtype=t._data.dtype), _device=t.device)
         else:
             g = as_tensor(g, like=t)

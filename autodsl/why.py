@@ -43,6 +43,7 @@ import numpy as np
 from . import backend
 from .autograd import watch
 from .autograd.node import AccumulateGrad, format_pos, pos_text
+from .autograd.rules import input_value, output_value
 from .autograd.trace import last_trace, node_labels, walk
 from .errors import DSLError, TypeError_
 from .graphview import NAMES, _name_maps
@@ -196,17 +197,7 @@ class _Explainer:
         pos = child.pos
         return pos_text(pos) if pos and pos[2] is not None else None    # not a whole Python line
 
-    @staticmethod
-    def input_value(node, i):
-        """The forward value of a node's input ``i`` when still known (a backend array), else None."""
-        edges = node.next_edges
-        child = edges[i] if i < len(edges) else None
-        if child is None:
-            consts = getattr(node, "_consts", None)
-            return consts[i] if consts is not None and i < len(consts) else None
-        if isinstance(child, AccumulateGrad):
-            return child.variable._data
-        return _output_of(child)
+    input_value = staticmethod(input_value)
 
     def backward_text(self, last) -> str:
         roots = last.roots
@@ -267,17 +258,17 @@ class _Explainer:
     def non_leaf(self) -> Why:
         node = self.x.grad_fn
         at = format_pos(node.pos)
-        nm = self.name or "x"
+        call = f"{self.name}.retain_grad()" if self.name else "retain_grad() on it"
         return Why("non_leaf", [
             f"{self.grad_of} is none: {self.me} is not a leaf, it was made by {node.name}"
             + (f" at {at}" if at else "") + ", and backward fills .grad only for leaves (tensors you made "
             "with requires_grad=true).",
-            f"Call {nm}.retain_grad() before backward to keep its gradient too."],
+            f"Call {call} before backward to keep its gradient too."],
             node=node, label=node.name, pos=node.pos)
 
     def no_requires_grad(self) -> Why:
         x = self.x
-        nm = self.name or "x"
+        call = f"{self.name}.requires_grad_()" if self.name else "requires_grad_() on it"
         head = f"{self.grad_of} is none: {self.me} does not require grad, and only tensors that require grad get .grad."
         if not x.dtype.is_floating:
             return Why("no_requires_grad", [head, f"It is {x.dtype.name}: only floating-point tensors can "
@@ -304,7 +295,7 @@ class _Explainer:
         if at:
             return Why("no_requires_grad", [head, (
                 f"{self.me} was made at {at} without requires_grad=true. Make it with "
-                f"requires_grad=true, or call {nm}.requires_grad_() before computing with it.")],
+                f"requires_grad=true, or call {call} before computing with it.")],
                 pos=x._pos)
         return Why("no_requires_grad", [head, (
             f"{self.me} was computed from tensors that do not require grad (or is a copy such as "
@@ -566,15 +557,6 @@ def _namespace(names) -> list:
         return []
     return [(k, v) for k, v in list(names.items())
             if isinstance(k, str) and not k.startswith("_") and isinstance(v, Tensor)]
-
-
-def _output_of(node):
-    arr = getattr(node, "_out_scalar", None)
-    if arr is not None:
-        return arr
-    ref = getattr(node, "_out_ref", None)
-    out = ref() if ref is not None else None
-    return None if out is None else out._data
 
 
 def _edge_index(node, nxt, send_index):

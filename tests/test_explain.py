@@ -98,8 +98,19 @@ def test_python_api_names_argument():
     e = ad.explain(f, w1, names={"f": f, "w1": w1, "inner": inner})
     assert str(e).splitlines()[0] == "df/dw1 = df/dinner * dinner/dw1"
     assert e.paths[0].factors == [12.0, 4.0]              # 3 * inner^2 = 3 * 2^2, then x^2
-    unnamed = str(ad.explain(f, w1)).splitlines()[0]
+    # without names=, the caller's variables name things (as why() does); `x` here is the data,
+    # so calling w1 `x` would mislead
+    assert str(ad.explain(f, w1)).splitlines()[0] == "df/dw1 = df/dinner * dinner/dw1"
+    unnamed = str(ad.explain(f, w1, names={})).splitlines()[0]
     assert unnamed == "d<PowBackward#1>/dx = d<PowBackward#1>/d<MulBackward#1> * d<MulBackward#1>/dx"
+
+
+def test_operand_mark_only_on_the_edge_it_names():
+    s = session("a = tensor(2.0, requires_grad=true)\nb = a * 3\nf = b * b\n")
+    lines = str(explain_in(s, "explain(f, a)")).splitlines()
+    assert lines[0] == "path 1: df/da = df/db [operand 1] * db/da"
+    assert lines[3] == "path 2: df/da = df/db [operand 2] * db/da"
+    assert lines[-1] == "df/da = the sum over all paths = 18.0 + 18.0 = 36.0"
 
 
 # ---- several paths ---------------------------------------------------------------------------
@@ -300,7 +311,9 @@ def test_f_that_does_not_depend_on_x():
     assert str(e) == ("df/dz = 0: no path leads from f to z (why(z) after f.backward() tells where "
                       "the graph breaks)")
     s.run("d = w1.detach() * 3\ng = d * w2")
-    assert explain_in(s, "explain(g, w1)").n_paths == 0     # the path breaks at detach
+    e = explain_in(s, "explain(g, w1)")
+    assert e.n_paths == 0                                    # the path breaks at detach
+    assert "after g.backward()" in str(e)                    # f's own name, not a literal `f`
 
 
 def test_f_is_x():
@@ -401,6 +414,22 @@ def test_repl_explain():
     out.truncate()
     r.handle(":explain f nothere")
     assert "`nothere` is not defined" in out.getvalue()
+
+
+def test_repl_explain_of_an_expression_with_spaces():
+    out = io.StringIO()
+    r = Repl(ad.Session(out=out), out=out)
+    for line in CHAIN.splitlines():
+        r.handle(line)
+    r.handle(":explain (w2 * q)^3 w2")          # f is everything before the last word
+    assert out.getvalue() == ("d((w2 * q)^3)/dw2 = d((w2 * q)^3)/d(w2 * q) * d(w2 * q)/dw2\n"
+                              "                  = 60.75 * 3.0\n"
+                              "                  = 182.25\n")
+    for bad in (":explain f w1 extra", ":explain f"):
+        out.seek(0)
+        out.truncate()
+        r.handle(bad)
+        assert out.getvalue().startswith("usage: :explain")
 
 
 def test_leaf_f_and_bad_max_paths():

@@ -235,6 +235,19 @@ def test_a_new_step_while_one_is_active_aborts_the_old_one():
     assert float(con["x"].grad) == pytest.approx(1.0 + float(ref["x"].grad), rel=1e-15)   # counted once
 
 
+def test_reset_in_the_middle_of_a_step_aborts_it():
+    con = Console(*DIAMOND, "x.grad = tensor(1.0)")
+    x = con["x"]
+    con.do(":step y")
+    con.do(":next 2")
+    shown = con.do(":reset")
+    assert shown == "aborted after 2 step(s); every .grad is as it was before the backward\nsession reset\n"
+    assert con.repl.stepper is None
+    assert con.do(":next").startswith(":next: no backward is being stepped")
+    assert con.do(":continue").startswith(":continue: no backward is being stepped")
+    assert float(x.grad) == 1.0                      # the forgotten x was not written either
+
+
 def test_a_bad_step_keeps_the_one_being_stepped():
     con = Console(*DIAMOND, "v = tensor([1.0, 2.0], requires_grad=true)", "n = 3")
     con.do(":step y")
@@ -244,6 +257,19 @@ def test_a_bad_step_keeps_the_one_being_stepped():
     assert "not defined" in con.do(":step nothere")
     shown = con.do(":next")
     assert "step 2  MulBackward#1 at 1:7 `a * b`" in shown     # the first pass goes on where it was
+
+
+def test_the_state_names_the_commands_in_the_repl_and_the_methods_elsewhere():
+    con = Console(*DIAMOND)
+    assert con.do(":step y").rstrip("\n").endswith(
+        "(:next runs it, :continue runs the rest, :abort leaves every .grad as it was)")
+    assert con.do(":next").rstrip("\n").endswith("(:next runs it, :continue runs the rest, :abort leaves "
+                                                  "every .grad as it was)")
+    assert con.do("s = step(y); s").rstrip("\n").endswith(     # a script has no : commands
+        "(.next() runs it, .finish() runs the rest, .abort() leaves every .grad as it was)")
+    x = ad.tensor(2.0, requires_grad=True)
+    assert str(ad.step(x * x)).endswith("(.next() runs it, .finish() runs the rest, .abort() leaves "
+                                        "every .grad as it was)")
 
 
 def test_step_usage_messages():
@@ -327,8 +353,9 @@ def test_non_scalar_root_with_a_gradient():
     s = ad.step(y, ad.tensor([1.0, -1.0]))
     s.finish()
     assert x.grad.tolist() == [2.0, -4.0]
-    with pytest.raises(AutogradError, match="needs a gradient of that shape"):
+    with pytest.raises(AutogradError, match="needs a gradient of that shape") as e:
         ad.step(x * 2)
+    assert "e.g. step(y, ones(2))" in str(e.value)          # the example is step's, not backward's
     with pytest.raises(TypeError_, match="must be a tensor"):
         ad.step(3.0)
     with pytest.raises(AutogradError, match="does not require grad"):

@@ -109,3 +109,16 @@ def test_write_without_a_known_position():
     m = info.value.message
     assert m.startswith("`g` (shape ()) was modified in place")
     assert "saved it at version 0, and an in-place write changed it to version 1" in m
+
+
+def test_leaf_updated_under_no_grad_before_backward_gets_the_right_fix():
+    # `w = w - 0.1 * w` under no_grad would rebind w to a tensor that does not require grad
+    e = backward_error("w = tensor(0.5, requires_grad=true)\n"
+                       "f = (w * w)^2\n"
+                       "no_grad { w -= 0.1 * w }\n"
+                       "f.backward()\n")
+    m = e.message
+    assert "MulBackward (made at 2:8 `w * w`) saved it at version 0" in m
+    assert "changed it to version 1" in m
+    assert "Call backward() before updating `w` in place" in m
+    assert "out of place" not in m

@@ -177,6 +177,17 @@ def test_no_requires_grad_says_where_it_was_made():
     assert "x.requires_grad_()" in str(r)
 
 
+def test_unnamed_tensor_is_not_given_a_made_up_name():
+    # `x[0]` and `tensor(2.0)` have no name: the advice must not name another variable (`x`)
+    s = run("x = tensor([1.0, -2.0], requires_grad=true)\nx.sum().backward()\n")
+    r = ask(s, "x[0]")
+    assert r.reason == "non_leaf"
+    assert "Call retain_grad() on it before backward" in str(r) and "x.retain_grad()" not in str(r)
+    r = ask(s, "tensor(2.0)")
+    assert r.reason == "no_requires_grad"
+    assert "call requires_grad_() on it before computing" in str(r) and "x.requires_grad_()" not in str(r)
+
+
 def test_integer_tensor():
     s = run("i = tensor([1, 2], dtype=int64)\n")
     r = ask(s, "i")

@@ -38,6 +38,7 @@ from .. import backend
 from ..errors import AutogradError, ValueError_
 from ..textfmt import format_number
 from .node import SOURCE_POS, caller_pos, format_pos, pos_text
+from .rules import input_value, output_value
 
 __all__ = ["anomaly", "detect_anomaly", "anomaly_scope", "get_anomaly_mode", "AnomalyReport",
            "AnomalyWarning", "check_forward", "check_backward", "ON", "MODES"]
@@ -315,29 +316,6 @@ def check_forward(op_name: str, inputs, out, node=None) -> None:
     _emit(st, _site("forward", op_name, pos), report, ValueError_)
 
 
-def _forward_output(node):
-    """The array a node's op produced in the forward, when it is still known (else None)."""
-    arr = getattr(node, "_out_scalar", None)
-    if arr is not None:
-        return arr
-    ref = getattr(node, "_out_ref", None)
-    out = ref() if ref is not None else None
-    return None if out is None else out._data
-
-
-def _forward_input(node, i):
-    """The value of a node's input ``i`` in the forward, when it is still known (else None)."""
-    edges = node.next_edges
-    child = edges[i] if i < len(edges) else None
-    if child is None:
-        consts = getattr(node, "_consts", None)
-        return consts[i] if consts is not None and i < len(consts) else None
-    var = getattr(child, "variable", None)      # an AccumulateGrad: the leaf itself
-    if var is not None:
-        return var._data
-    return _forward_output(child)
-
-
 def _input_text(node, i):
     """The source text of a node's input ``i``: the expression that made it, or the leaf's name."""
     edges = node.next_edges
@@ -370,7 +348,7 @@ def check_backward(node, grad, outs) -> None:
     bad = [i for i, og in enumerate(outs) if og is not None and not _finite(og._data)]
     if not bad or not _finite(grad._data):
         return
-    out = _forward_output(node)
+    out = output_value(node)
     if out is not None and not _finite(out):
         return      # its forward value was already non-finite: the forward check reported that
     i = bad[0]
@@ -378,7 +356,7 @@ def check_backward(node, grad, outs) -> None:
     host = np.asarray(backend.to_host(og._data))
     lines = []
     for j in bad:
-        inp = _forward_input(node, j)
+        inp = input_value(node, j)
         if inp is not None:
             text = _input_text(node, j)
             lines.append(f"input {j}{f' `{text}`' if text else ''} (forward): {summarize(inp)}")

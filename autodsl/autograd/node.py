@@ -179,7 +179,11 @@ def _version_message(node, counter, version, shape, tensor, data) -> str:
     else:
         change = f"an in-place write changed it to version {now}"
     m = _AUGMENTED.match(written or "")
-    if m:
+    if tensor is not None and tensor._requires_grad and tensor.grad_fn is None:
+        # a leaf that requires grad is written in place only under no_grad (a parameter update):
+        # `w = w - lr * g` there would rebind w to a tensor that no longer requires grad
+        fix = f"Call backward() before updating {f'`{names[0]}`' if names else 'it'} in place"
+    elif m:
         target, op, value = m.groups()
         fix = f"Write it out of place (`{target} = {target} {op} {value}` instead of `{target} {op}= {value}`)"
     else:

@@ -16,7 +16,7 @@ from .. import backend
 from ..textfmt import format_number
 
 __all__ = ["rule_text", "input_names", "input_value", "output_value", "scalar_values", "with_numbers",
-           "operand_names", "with_operands"]
+           "operand_names", "with_operands", "enclosed"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # functions a formula may call: they are left as they are when numbers go in
@@ -139,13 +139,13 @@ def with_operands(formula: str, node, labels: list) -> str:
         if lab is None:
             return m.group(0)
         if formula[m.start() - 1:m.start()] == "(" and formula[m.end():m.end() + 1] == ")" \
-                and _enclosed(lab):
+                and enclosed(lab):
             return lab[1:-1]        # `sin(a)` with a = `(t + 1)`: sin(t + 1), not sin((t + 1))
         return lab
     return _NAME.sub(put, formula)
 
 
-def _enclosed(text: str) -> bool:
+def enclosed(text: str) -> bool:
     """True when ``text`` is one bracketed whole, ``(a+b)``; not ``(a).sum()`` or ``(a)*(b)``."""
     if not text.startswith("("):
         return False

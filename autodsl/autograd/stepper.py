@@ -29,6 +29,9 @@ class BackwardStepper:
     """
 
     LANG_ATTRIBUTES = frozenset({"next", "finish", "abort", "done", "aborted", "state", "steps_run"})
+    # the last line of the state: the methods here; the REPL's :step puts its commands instead
+    hint = "  (.next() runs it, .finish() runs the rest, .abort() leaves every .grad as it was)"
+    REPL_HINT = "  (:next runs it, :continue runs the rest, :abort leaves every .grad as it was)"
 
     def __init__(self, task, names=None):
         self.task = task
@@ -155,7 +158,7 @@ class BackwardStepper:
                 lines.append(head + so_far)
             if len(waiting) > _SHOW:
                 lines.append(f"           ... {len(waiting) - _SHOW} more")
-        lines.append("  (:next runs it, :continue runs the rest, :abort leaves every .grad as it was)")
+        lines.append(self.hint)
         return "\n".join(lines)
 
     def __str__(self) -> str:
