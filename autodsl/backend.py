@@ -44,7 +44,7 @@ __all__ = [
     "get_default_dtype", "set_default_dtype", "get_default_device",
     "set_default_device", "defaults", "xp", "check_device", "to_host", "seed",
     "is_floating", "namespace_of", "dtype_of", "device_of", "asarray", "may_share_memory",
-    "scatter_add", "native_dtype", "kind_of", "copy", "writeable", "contiguous", "getitem",
+    "scatter_add", "native_dtype", "kind_of", "copy", "where", "writeable", "contiguous", "getitem",
     "setitem", "random_uniform", "random_normal", "ignore_fp_errors", "broadcast_shapes",
     "use_namespace", "namespace_name", "SCALAR_TYPES", "HOST_BOOL", "HOST_INT", "HOST_FLOAT",
     "is_host_array", "scalar_array", "NAMESPACES",
@@ -444,6 +444,28 @@ def asarray(data, dtype: DType | None, device: str, copy: bool | None = None):
     if copy is None:
         return mod.asarray(data, dtype=nd)
     return mod.asarray(data, dtype=nd, copy=copy)
+
+
+_INT_OF = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}
+
+
+def where(cond, a, b):
+    """``where(cond, a, b)`` elementwise (the standard's ``where``).
+
+    NumPy's where branches on every element and runs ~10x slower than arithmetic on
+    a random mask, and relu's, clamp's and max's gradients are ``where(mask, g, 0)``:
+    for that form (a float array and a 0-d +0.0 of its dtype, the mask of a's shape)
+    the select is done on the bits instead, ``a & -mask``, which gives exactly
+    ``where``'s result (nan, inf and -0.0 of ``a`` kept where the mask is true).
+    """
+    if type(a) is np.ndarray and type(cond) is np.ndarray and type(b) is np.ndarray:
+        it = _INT_OF.get(a.dtype)
+        if (it is not None and b.ndim == 0 and b.dtype == a.dtype and cond.dtype == np.bool_
+                and cond.shape == a.shape and b == 0 and not np.signbit(b)):
+            mask = cond.astype(it)
+            np.negative(mask, out=mask)             # true -> all bits set, false -> 0
+            return np.bitwise_and(a.view(it), mask).view(a.dtype)
+    return namespace_of(a).where(cond, a, b)
 
 
 def copy(arr):

@@ -6,6 +6,7 @@ or an edge-case convention chosen to match PyTorch.
 from __future__ import annotations
 
 
+from .. import backend
 from ..backend import kind_of, namespace_of
 from ..errors import DTypeError, ValueError_
 from .registry import Op, apply, defop
@@ -385,7 +386,7 @@ class Where(Op):
 
     def forward(self, c, a, b):
         self.save_for_backward(self.inputs[0])
-        return _xp(a).where(c, a, b)         # c is bool: where() checks it
+        return backend.where(c, a, b)         # c is bool: where() checks it
 
     rule = (None, "grad * cond", "grad * !cond")
     rule_inputs = ("cond", "a", "b")
