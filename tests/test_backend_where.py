@@ -1,0 +1,43 @@
+"""backend.where: the bitwise select for where(mask, g, 0) must equal NumPy's where exactly."""
+import numpy as np
+import pytest
+
+import autodsl as ad
+from autodsl import backend
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_bitwise_select_is_exactly_where(dt):
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((7, 5)).astype(dt)
+    a.flat[:5] = [np.inf, -np.inf, np.nan, -0.0, 0.0]
+    c = rng.random((7, 5)) > 0.5
+    c.flat[:5] = True
+    got = backend.where(c, a, np.zeros((), dt))
+    want = np.where(c, a, dt(0))
+    assert got.dtype == want.dtype
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.array_equal(np.signbit(got), np.signbit(want))     # -0.0 kept where selected
+
+
+@pytest.mark.parametrize("other", [np.array(-0.0), np.array(1.0), np.zeros(3)])
+def test_other_forms_fall_back_to_where(other):
+    a = np.array([1.0, np.nan, -2.0])
+    c = np.array([False, True, False])
+    got = backend.where(c, a, other)
+    want = np.where(c, a, other)
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_relu_gradient_with_non_finite_upstream_matches_torch():
+    torch = pytest.importorskip("torch")
+    vals = [-1.0, 2.0, 0.0, 3.0]
+    up = [np.inf, np.nan, 5.0, -0.0]
+    x = ad.tensor(vals, requires_grad=True)
+    ad.relu(x).backward(ad.tensor(up))
+    tx = torch.tensor(vals, dtype=torch.float64, requires_grad=True)
+    torch.relu(tx).backward(torch.tensor(up, dtype=torch.float64))
+    got, want = x.grad.numpy(), tx.grad.numpy()
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.array_equal(np.signbit(got), np.signbit(want))
