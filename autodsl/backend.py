@@ -44,7 +44,7 @@ __all__ = [
     "get_default_dtype", "set_default_dtype", "get_default_device",
     "set_default_device", "defaults", "xp", "check_device", "to_host", "seed",
     "is_floating", "namespace_of", "dtype_of", "device_of", "asarray", "may_share_memory",
-    "scatter_add", "native_dtype", "kind_of", "copy", "where", "writeable", "contiguous", "getitem",
+    "scatter_add", "native_dtype", "kind_of", "copy", "where", "zero_of", "writeable", "contiguous", "getitem",
     "setitem", "random_uniform", "random_normal", "ignore_fp_errors", "broadcast_shapes",
     "use_namespace", "namespace_name", "SCALAR_TYPES", "HOST_BOOL", "HOST_INT", "HOST_FLOAT",
     "is_host_array", "scalar_array", "NAMESPACES",
@@ -447,6 +447,19 @@ def asarray(data, dtype: DType | None, device: str, copy: bool | None = None):
 
 
 _INT_OF = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}
+
+
+def zero_of(arr):
+    """A 0-d +0 of ``arr``'s dtype on its device (shared: never write into it)."""
+    key = (type(arr), arr.dtype)
+    z = _ZEROS.get(key)
+    if z is None:
+        mod = namespace_of(arr)
+        z = _ZEROS[key] = mod.zeros((), dtype=arr.dtype)
+    return z
+
+
+_ZEROS: dict = {}
 
 
 def where(cond, a, b):

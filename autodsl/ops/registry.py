@@ -61,6 +61,7 @@ class Op(Node):
     never_differentiable = False
     save_output = False   # append the output to the saved tensors (exp, sigmoid, ...)
     promote = False       # True or a tuple of input positions: compute in one promoted dtype
+    moves_device = False  # the output may be on another device than the inputs (to())
     floating = False      # integer inputs are computed in the default float dtype (exp, div, ...)
 
     def save_for_backward(self, *tensors) -> None:
@@ -149,6 +150,26 @@ def result_dtype(values):
     return _combine(tiers[0], _combine(tiers[1], tiers[2]))
 
 
+# Note [constant tensors]
+# `y*0.999 + 0.001` in a loop makes a 0-d tensor for each Python float it meets. Such a
+# tensor is never seen by the user and never written (nothing can reach it but the
+# nodes that saved it), so one per (value, dtype, device) serves every op. Zero is left
+# out: 0.0 == -0.0 as a key, but the sign of a zero shows in results (1 / -0.0).
+_CONSTANTS: dict = {}
+
+
+def _constant(value: float, like, device: str) -> Tensor:
+    key = (value, backend.dtype_of(like), type(like), device)   # our DType: no cross-library dtype compare
+    t = _CONSTANTS.get(key)
+    if t is None:
+        t = Tensor(namespace_of(like).asarray(value, dtype=like.dtype), _device=device)
+        if value != 0.0 and value == value:          # not zero, not nan (nan never matches a key)
+            if len(_CONSTANTS) >= 1024:
+                _CONSTANTS.clear()
+            _CONSTANTS[key] = t
+    return t
+
+
 def _promoted(cls, inputs):
     """Inputs as tensors of one dtype (over the op's ``promote`` positions)."""
     if len(inputs) == 2 and cls.promote is True:
@@ -161,7 +182,7 @@ def _promoted(cls, inputs):
                 if arr.dtype == b._data.dtype and (kind == "f" or not cls.floating):
                     return [a, b]
             elif type(b) is float and kind == "f":
-                return [a, Tensor(namespace_of(arr).asarray(b, dtype=arr.dtype), _device=a.device)]
+                return [a, _constant(b, arr, a.device)]
     which = range(len(inputs)) if cls.promote is True else cls.promote
     # Fast path: tensors of one dtype, plus plain numbers that do not raise its category.
     np_dt = None
@@ -264,7 +285,8 @@ def apply(cls, *inputs, **params) -> Tensor:
         raise
     except (ValueError, IndexError, TypeError) as e:
         raise _translate(cls, tensors, e) from None
-    out = Tensor(out_arr)      # its device from the array (to(): another one); a NumPy scalar -> 0-d array
+    # a NumPy scalar becomes a 0-d array; only to() moves data to another device
+    out = Tensor(out_arr, _device=None if cls.moves_device else device)
     out_arr = out._data
     if cls.view and tensors and backend.may_share_memory(out_arr, tensors[0]._data):
         src = tensors[0]
@@ -284,10 +306,19 @@ def apply(cls, *inputs, **params) -> Tensor:
         if None in edges:     # graph() shows the value of a scalar constant input (x * 0.5)
             node._consts = tuple(t._data if e is None and t._data.ndim == 0 else None
                                  for t, e in zip(tensors, edges))
-        node.input_shapes = tuple(t._data.shape for t in tensors)
         dt = out_arr.dtype
-        dts = tuple(t._data.dtype for t in tensors)
-        node.input_dtypes = None if all(d == dt for d in dts) else dts    # None: all the output's
+        if len(tensors) == 1:             # (the usual arities spelled out: this runs for every op)
+            d0 = tensors[0]._data
+            node.input_shapes = (d0.shape,)
+            node.input_dtypes = None if d0.dtype == dt else (d0.dtype,)   # None: all the output's
+        elif len(tensors) == 2:
+            d0, d1 = tensors[0]._data, tensors[1]._data
+            node.input_shapes = (d0.shape, d1.shape)
+            node.input_dtypes = None if d0.dtype == dt and d1.dtype == dt else (d0.dtype, d1.dtype)
+        else:
+            node.input_shapes = tuple(t._data.shape for t in tensors)
+            dts = tuple(t._data.dtype for t in tensors)
+            node.input_dtypes = None if all(d == dt for d in dts) else dts
         node._out_ref = weakref.ref(out)                   # graph() shows outputs' values
         if out_arr.ndim == 0:
             node._out_scalar = out_arr
@@ -484,6 +515,7 @@ def sum_to(x: Tensor, shape) -> Tensor:
 @defop("to", node_name="ToCopyBackward", public=False)
 class ToCopy(Op):
     """Copy to another dtype and/or device."""
+    moves_device = True
 
     def forward(self, a, dtype, device):
         self.src = (backend.dtype_of(a), backend.device_of(a))
