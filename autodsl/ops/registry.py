@@ -177,11 +177,10 @@ def _promoted(cls, inputs):
         a, b = inputs
         if type(a) is Tensor:
             arr = a._data
-            kind = kind_of(arr.dtype)
             if type(b) is Tensor:
-                if arr.dtype == b._data.dtype and (kind == "f" or not cls.floating):
+                if arr.dtype == b._data.dtype and (not cls.floating or kind_of(arr.dtype) == "f"):
                     return [a, b]
-            elif type(b) is float and kind == "f":
+            elif type(b) is float and kind_of(arr.dtype) == "f":
                 return [a, _constant(b, arr, a.device)]
     which = range(len(inputs)) if cls.promote is True else cls.promote
     # Fast path: tensors of one dtype, plus plain numbers that do not raise its category.
