@@ -32,6 +32,7 @@ import numpy as np
 from . import backend
 from .autograd.grad_mode import enable_grad
 from .autograd.trace import tracing
+from .autograd.watch import quiet
 from .creation import zeros_like
 from .errors import AutogradError, DTypeError, TypeError_, ValueError_
 from .functional import grad
@@ -242,6 +243,7 @@ class CheckResult:
         self.failures = [r for r in rows if not r.ok]
         self.ok = not self.failures
         self.worst = max(rows, key=lambda r: r.ratio) if rows else None
+        self.notes = []         # lines printed after the verdict
 
     def __bool__(self) -> bool:
         return self.ok
@@ -313,7 +315,7 @@ class CheckResult:
         value = f" = {_num(self.value)}" if self.value is not None else ""
         head = (f"check {self.function}{value}: analytic (backward) vs numeric (central differences, "
                 f"eps={self.eps:g}, {self.dtype})")
-        return "\n".join([head, self.table(), self.verdict()])
+        return "\n".join([head, self.table(), self.verdict()] + self.notes)
 
     __repr__ = __str__
 
@@ -372,9 +374,9 @@ def check(f, inputs, eps=None, atol=None, rtol=None, names=None):
     ``|a - n| / max(|a|, |n|)``. An element passes when
     ``|a - n| <= atol + rtol*|n|`` (PyTorch's gradcheck rule); the worst is the
     one closest to (or farthest past) that bound. Large inputs are summarized
-    (first elements, worst, failures). The result has ``.ok``, ``.rows``,
-    ``.worst``, ``.failures`` for programs; ``check`` itself never raises on a
-    mismatch (``gradcheck`` does).
+    (first elements, worst, failures). The result has ``.ok``, ``.value``, ``.eps``,
+    ``.atol``, ``.rtol`` for programs (and, from Python, ``.rows``, ``.worst``,
+    ``.failures``); ``check`` itself never raises on a mismatch (``gradcheck`` does).
 
     A tensor ``f`` is refused (TypeError_): its graph holds backward nodes, not
     the program that computed it, so it cannot be recomputed at nudged inputs.
@@ -416,7 +418,7 @@ def check(f, inputs, eps=None, atol=None, rtol=None, names=None):
                 or f"input {i}"
         label[i] = str(label[i])
 
-    with enable_grad(), tracing(False):      # hundreds of backward passes: no trace of each
+    with enable_grad(), tracing(False), quiet():      # hundreds of backward passes: no trace of each
         if positional:
             work = [_copy64(t).requires_grad_(True) for t in inputs]
             call = lambda: f(*work)  # noqa: E731
@@ -451,6 +453,7 @@ def check(f, inputs, eps=None, atol=None, rtol=None, names=None):
         else:
             grads = [None] * n
         analytic = [np.zeros(t.shape) if g is None else _host(g) for g, t in zip(grads, work)]
+        unreached = {k for k, g in enumerate(grads) if g is None}
         del out, grads
 
         def value_of():
@@ -463,7 +466,17 @@ def check(f, inputs, eps=None, atol=None, rtol=None, names=None):
                 plus, minus, step = nudge.central(idx, eps, value_of)
                 numeric = (plus - minus) / step
                 rows.append(CheckRow(label[k], k, idx, analytic[k][idx], numeric, atol, rtol))
-    return CheckResult(fname, label, rows, value, eps, atol, rtol, dtype)
+    result = CheckResult(fname, label, rows, value, eps, atol, rtol, dtype)
+    # an input backward cannot reach, yet nudging it moves f: f reads another tensor that shares
+    # its storage (`:check loss w[0]` with a loss that reads w): a false FAIL without this note
+    moved = [label[k] for k in sorted(unreached) if any(not r.ok for r in rows if r.input == k)]
+    if moved:
+        result.notes.append(
+            f"note: backward does not reach {', '.join(moved)}: {fname}() does not use "
+            f"{'that tensor' if len(moved) == 1 else 'those tensors'} itself but another one that shares "
+            "its storage, so the analytic side is 0 while nudging it moves the result: a slice such as "
+            "w[0] is a new tensor (check w itself), and a detach() carries no gradient")
+    return result
 
 
 # ---- gradcheck / gradgradcheck ----------------------------------------------------------------
@@ -520,7 +533,7 @@ def _run_gradcheck(fn, inputs, eps, atol, rtol, raise_exception, what, fname, in
     if not wrt:
         raise ValueError_(f"{what}(): no input requires grad, so there is nothing to check; create the "
                           "inputs to check with requires_grad=true")
-    with enable_grad(), tracing(False):
+    with enable_grad(), tracing(False), quiet():
         analytic, numeric, out_shapes = _jacobians(fn, args, wrt, eps, what, fname)
     for oi, shape in enumerate(out_shapes):
         for wi, i in enumerate(wrt):
@@ -609,7 +622,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=EPS, atol=ATOL, rtol=RTOL, 
     inputs = _as_inputs(inputs, "gradgradcheck")
     fname = _fn_name(fn)
     args = [_copy64(t) if isinstance(t, Tensor) else t for t in inputs]
-    with enable_grad(), tracing(False):
+    with enable_grad(), tracing(False), quiet():
         outs = _outputs_of(fn(*args), "gradgradcheck", fname)
     if grad_outputs is None:
         rng = np.random.default_rng(0)

@@ -67,6 +67,7 @@ class Explanation:
         self.total = total
         self.element = element
         self.x_shape = x_shape
+        self.x_after_f = False      # x was computed after f (`explain(f, w[0])`): f cannot use it
 
     def __str__(self) -> str:
         d = f"d{_wrap(self.f_name)}/d{_wrap(self.x_name)}"
@@ -74,6 +75,10 @@ class Explanation:
         if self.n_paths == 0:
             why = f"why({self.x_name})" if self.x_name.isidentifier() else "why(x)"
             bw = f"{self.f_name}.backward()" if self.f_name.isidentifier() else "f.backward()"
+            if self.x_after_f:
+                return (f"{d} = 0: {self.x_name} was computed after {self.f_name}, so {self.f_name} cannot "
+                        "depend on it" + ("; for one element of a tensor w, use explain(f, w, element=[0])"
+                                          if self.x_after_f == "indexed" else ""))
             return (f"{d} = 0: no path leads from {self.f_name} to {self.x_name} "
                     f"({why} after {bw} tells where the graph breaks)")
         lines = []
@@ -152,6 +157,10 @@ def explain(f, x, element=None, names=None, max_paths: int = 16) -> Explanation:
     Intermediates are named by the variable that holds them, else by their source
     text, else by their node (``<MulBackward#1>``).
 
+    Returns an Explanation: printed, the chain rule; ``.total`` (df/dx, of x's shape: a
+    NumPy array from Python, a tensor in the language) and ``.n_paths`` (how many paths
+    lead from f to x) for programs; from Python also ``.paths`` (PathTerms).
+
     Raises TypeError_ for non-tensors, ValueError_ when f is not a scalar or does not
     require grad, IndexError_ for a bad ``element``, AutogradError when the graph was
     freed by an earlier backward.
@@ -203,8 +212,11 @@ def explain(f, x, element=None, names=None, max_paths: int = 16) -> Explanation:
         mark = p.names[-1].rpartition(" [operand ")
         p.names[0] = f_name
         p.names[-1] = x_name + (" [operand " + mark[2] if mark[1] else "")
-    return Explanation(f_name, x_name, paths, n_paths, total, element, x.shape,
-                       [_node_name(n, by_id, labels) for n in hooked])
+    e = Explanation(f_name, x_name, paths, n_paths, total, element, x.shape,
+                    [_node_name(n, by_id, labels) for n in hooked])
+    if n_paths == 0 and x.grad_fn is not None and x.grad_fn.seq_nr > f.grad_fn.seq_nr:
+        e.x_after_f = "indexed" if x.grad_fn.name.startswith("Index") else True
+    return e
 
 
 # -- the graph between f and x ------------------------------------------------------------

@@ -23,6 +23,7 @@ import numpy as np
 from . import backend
 from .autograd.grad_mode import enable_grad
 from .autograd.trace import tracing
+from .autograd.watch import quiet
 from .creation import linspace, ones_like, tensor
 from .errors import DSLError, RuntimeError_, ShapeError, TypeError_, ValueError_
 from .functional import grad
@@ -146,8 +147,9 @@ def _check_function(f) -> None:
 def _evaluate(f, lo, hi, n):
     """(x, f(x), df/dx as host float64 arrays, the expression text or None): one batched pass."""
     device = backend.get_default_device()
-    # plot's own backward passes are not the user's: keep them out of the trace and last_trace
-    with tracing(False), enable_grad():
+    # plot's own backward passes are not the user's: keep them out of the trace and last_trace,
+    # and out of what why() explains (quiet)
+    with tracing(False), quiet(), enable_grad():
         xs = linspace(lo, hi, n, dtype=backend.float64, device=device, requires_grad=True)
         ys, dys = _value_and_derivative(f, xs, first=True)
         x_host = backend.to_host(xs._data)

@@ -61,7 +61,9 @@ leaves are tensors you made; only leaves that require grad get .grad (or retain_
   grad(y, [x])              gradients without touching .grad (create_graph=true for higher order)
   x.grad = none / x.zero_grad()   gradients accumulate until zeroed
   :trace on                 show each backward step by step; :graph y shows what y depends on
-  :why x                    why x.grad is none or zero;  :anomaly on  where a nan or inf started""",
+  :why x                    why x.grad is none or zero;  :anomaly on  where a nan or inf started
+  :explain f x              the chain rule for df/dx with your names;  :step y  backward one node at a time
+  :check f w b              backward's gradient against central differences; plot(f, lo, hi) f and df/dx""",
     "keys": """\
 Enter            run the input when it is complete, else open a continuation line
 Escape Enter     always a new line
@@ -227,6 +229,11 @@ class Repl:
                 self.write(self.usage(full))
             return
         fn = builtins.get(arg)
+        from .tensor import PUBLIC_METHODS, Tensor
+        method = arg[2:] if arg.startswith("x.") else arg.lstrip(".")
+        if fn is None and method in PUBLIC_METHODS:     # :help register_hook, :help x.backward
+            self.write(_builtin_help("x." + method, getattr(Tensor, method), method=True))
+            return
         if fn is None:
             from .lang.values import suggest
             self.write(f"no built-in or topic named {arg!r}{suggest(arg, list(builtins) + list(TOPICS))}; "
@@ -558,13 +565,17 @@ def _columns(names: list[str], width: int, indent: str) -> list[str]:
             for i in range(0, len(names), per_row)]
 
 
-def _builtin_help(name: str, fn) -> str:
-    """A built-in's signature and doc, spelled as the language spells things."""
+def _builtin_help(name: str, fn, method: bool = False) -> str:
+    """A built-in's signature and doc, spelled as the language spells things (``method``:
+    a tensor method, shown without ``self``)."""
     import inspect
     import re
     from .lang.values import param_text
     try:
-        text = f"({param_text(inspect.signature(fn))})"
+        sig = inspect.signature(fn)
+        if method:
+            sig = sig.replace(parameters=list(sig.parameters.values())[1:])
+        text = f"({param_text(sig)})"
     except (TypeError, ValueError):
         text = "(...)"
     doc = inspect.cleandoc(fn.__doc__ or "(no documentation)")

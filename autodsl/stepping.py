@@ -1,6 +1,7 @@
 """``step(y)``: a backward pass run one node at a time (the REPL's ``:step``)."""
 from __future__ import annotations
 
+from .autograd import watch
 from .autograd.engine import GraphTask
 from .autograd.stepper import BackwardStepper
 from .graphview import names_by_id
@@ -31,4 +32,7 @@ def step(tensor, gradient=None, retain_graph=None, create_graph=False, names=Non
         retain_graph = create_graph
     seeds = make_seeds(tensor, gradient, "step()")
     task = GraphTask(seeds, retain_graph, create_graph, targets=None, accumulate=True)
-    return BackwardStepper(task, names_by_id(names))
+    stepper = BackwardStepper(task, names_by_id(names))
+    stepper.record = watch.last_backward()      # GraphTask noted itself: why() sees a paused pass
+    stepper._note()
+    return stepper

@@ -54,7 +54,7 @@ __all__ = ["why", "Why", "REASONS"]
 
 REASONS = ("non_leaf", "no_requires_grad", "ok", "nonfinite", "no_backward", "root_gone",
            "not_reached", "graph_freed", "grad_call", "not_in_inputs", "zero", "partly_zero",
-           "no_gradient", "reset")
+           "no_gradient", "reset", "step_paused", "step_aborted")
 
 
 class Why:
@@ -218,11 +218,14 @@ class _Explainer:
         if g is not None and g.size and np.all(np.isfinite(g)) and np.all(g != 0):
             return Why("ok", [f"{self.grad_of} is set and has no zero entries: {_value(g)}"])
         if g is not None and not np.all(np.isfinite(g)):
-            return Why("nonfinite", [
-                f"{self.grad_of} holds nan or inf: {_value(g)}",
-                "Turn on anomaly mode (anomaly(true), or :anomaly on) and run the computation and "
-                "backward again: it names the op, forward or backward, that first made a nan or inf "
-                "from finite values."])
+            from .autograd.anomaly import get_anomaly_mode
+            hint = ("Anomaly mode is on: its report (printed once per site, where the computation or "
+                    "the backward ran) names the op, forward or backward, that first made a nan or inf "
+                    "from finite values." if get_anomaly_mode() else
+                    "Turn on anomaly mode (anomaly(true), or :anomaly on) and run the computation and "
+                    "backward again: it names the op, forward or backward, that first made a nan or inf "
+                    "from finite values.")
+            return Why("nonfinite", [f"{self.grad_of} holds nan or inf: {_value(g)}", hint])
         last = watch.last_backward()
         if last is None:
             return Why("no_backward", [f"{self.grad_of} is none because no backward has run yet: call "
@@ -253,6 +256,13 @@ class _Explainer:
             return Why("not_in_inputs", [
                 f"{self.grad_of} is {'none' if g is None else 'unchanged'}: {self.backward_text(last)} "
                 f"was given inputs=[...] without {self.me}, so only those inputs got .grad"], pos=last.pos)
+        if last.stepping is not None:
+            state = "none" if g is None else "unchanged"
+            how = ("is paused (step(), :step): .grad is written when it finishes (:continue, or "
+                   ".finish() on the stepper)" if last.stepping == "paused" else
+                   "was aborted (:abort, .abort(), or an error in one of its steps), so it wrote no .grad")
+            return Why("step_" + last.stepping, [f"{self.grad_of} is {state}: {self.backward_text(last)} {how}"],
+                       pos=last.pos)
         return self.reached(last, target, g)
 
     def non_leaf(self) -> Why:

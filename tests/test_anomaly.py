@@ -183,6 +183,13 @@ def test_bad_mode():
         ad.anomaly(True, mode="loud")
 
 
+def test_a_string_is_not_a_switch():
+    s = ad.Session(out=io.StringIO())
+    with pytest.raises(ad.TypeError_, match="takes true or false, not the string 'off'"):
+        s.run('anomaly("off")')                  # a non-empty string would have turned it on
+    assert s.anomaly is None and A.get_anomaly_mode() is None
+
+
 def test_detect_anomaly_context_manager():
     with ad.detect_anomaly(mode="raise"):
         assert A.ON[0] and A.get_anomaly_mode() == "raise"
@@ -246,3 +253,10 @@ def test_repl_anomaly_command(capsys):
     assert err.count("warning: anomaly") == 1
     assert "usage: :anomaly on|off|raise" in text
     assert "anomaly(false)" in r.accepted and 'anomaly(true, mode="raise")' in r.accepted
+
+
+def test_help_and_argument_errors_quote_the_string_default():
+    s = ad.Session(out=io.StringIO())
+    with pytest.raises(ad.TypeError_) as e:
+        s.run('anomaly(mod="raise")')
+    assert 'it accepts (enabled=true, mode="warn")' in e.value.message     # not mode=warn

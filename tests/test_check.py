@@ -378,3 +378,31 @@ def test_checks_and_the_functional_api_on_the_gpu():
         r32 = ad.check(lambda: (w32 ** 2).sum(), w32, names=["w32"])
     assert r32.ok and w32.version == 0
     np.testing.assert_array_equal(w32.numpy(), np.array([0.5, -1.0], dtype=np.float32))
+
+
+def test_checks_do_not_replace_the_backward_that_why_explains():
+    s = ad.Session(out=io.StringIO())
+    s.run("w = tensor([-1.0, 2.0], requires_grad=true)\nv = tensor(1.0, requires_grad=true)\n"
+          "loss = relu(w).sum()\nloss.backward()\n"
+          "def dbl(g) { return g * 2 }\ndef l() { return (w * v).sum() }\n", "t.ad")
+    for call in ("check(dbl, [v])", "check(l, [w, v])", "gradcheck(dbl, [v])", "gradgradcheck(dbl, [v])",
+                 "plot(dbl, 0, 1)"):
+        s.run(f"r = {call}", "t.ad")
+        r = s.run("why(w)", "t.ad")
+        assert r.reason == "partly_zero" and r.label == "ReluBackward#1", call   # still loss.backward()
+        assert "(from `loss`, at 4:1 `loss.backward()`)" in str(r), call
+    assert s["w"].grad.tolist() == [0.0, 1.0] and s["v"].grad is None
+
+
+def test_an_input_backward_cannot_reach_but_that_moves_f_gets_a_note():
+    s = ad.Session(out=io.StringIO())
+    s.run("w = tensor([1.0, 2.0], requires_grad=true)\nb = tensor(1.0, requires_grad=true)\n"
+          "def loss() { return (w^2).sum() }\n", "t.ad")
+    r = s.run("check(loss, [w[0]])", "t.ad")          # a slice: a new tensor that shares w's storage
+    assert not r.ok and r.rows[0].analytic == 0.0 and r.rows[0].numeric == pytest.approx(2.0, rel=1e-6)
+    assert str(r).splitlines()[-1].startswith("note: backward does not reach input 0: loss() does not use "
+                                              "that tensor itself")
+    assert "w[0] is a new tensor (check w itself)" in str(r)
+    assert s["w"].tolist() == [1.0, 2.0]
+    r = s.run("check(loss, [w, b])", "t.ad")          # b is unused: 0 = 0, no note
+    assert r.ok and r.notes == [] and str(r).splitlines()[-1].startswith("PASS")

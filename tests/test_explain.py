@@ -316,6 +316,16 @@ def test_f_that_does_not_depend_on_x():
     assert "after g.backward()" in str(e)                    # f's own name, not a literal `f`
 
 
+def test_x_computed_after_f():
+    s = session("w = tensor([1.0, 2.0], requires_grad=true)\nf = (w * w).sum()\n")
+    e = explain_in(s, "explain(f, w[0])")       # the student meant df/dw[0]
+    assert e.n_paths == 0
+    assert str(e) == ("df/d(w[0]) = 0: w[0] was computed after f, so f cannot depend on it; for one "
+                      "element of a tensor w, use explain(f, w, element=[0])")
+    s.run("g = w * 2")
+    assert str(explain_in(s, "explain(f, g)")) == "df/dg = 0: g was computed after f, so f cannot depend on it"
+
+
 def test_f_is_x():
     s = session(CHAIN)
     e = explain_in(s, "explain(f, f)")
@@ -440,3 +450,30 @@ def test_leaf_f_and_bad_max_paths():
         ad.explain(x * 2, x, max_paths="x")
     e = ad.explain(x * x, x, max_paths=-3)                   # at least one path is listed
     assert len(e.paths) == 1 and e.n_paths == 2 and float(e.total) == 2.0
+
+
+def test_a_colon_command_in_a_script_says_to_call_the_builtin():
+    s = ad.Session(out=io.StringIO())
+    with pytest.raises(ad.ParseError) as e:
+        s.run("w = tensor(2.0, requires_grad=true)\nf = w^3\n:explain f w\n", "<stdin>")
+    assert (e.value.line, e.value.column) == (3, 1)
+    assert e.value.message.startswith("`:` commands (such as `:explain f x`) work only at the interactive "
+                                      "prompt; in a script call the built-in of the same name (`explain(f, x)`")
+    assert "w" not in s.namespace            # a syntax error runs nothing
+
+
+def test_help_autograd_lists_the_commands_that_explain_a_gradient():
+    out = io.StringIO()
+    r = Repl(ad.Session(out=out), out=out)
+    r.handle(":help autograd")
+    text = out.getvalue()
+    for cmd in (":why x", ":anomaly on", ":explain f x", ":step y", ":check f w b", "plot(f, lo, hi)"):
+        assert cmd in text, cmd
+
+
+def test_total_is_a_tensor_in_the_language():
+    s = session("w = tensor([2.0, 1.0], requires_grad=true)\nf = (w^2).sum()\n")
+    t = s.run("explain(f, w).total + 1")            # was a NumPy array the language could not use
+    assert isinstance(t, ad.Tensor) and t.tolist() == [5.0, 3.0]
+    assert s.run("explain(f, w).n_paths") == 1
+    assert isinstance(ad.explain(s["f"], s["w"]).total, np.ndarray)     # from Python: a host array

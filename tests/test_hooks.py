@@ -283,3 +283,18 @@ x.grad
     hooked = [st for st in steps if st.grad_before_hook is not None]
     assert len(hooked) == 1 and float(hooked[0].grad_before_hook) == 18.0 and float(hooked[0].grad_in) == 36.0
     assert all(st.grad_before_hook is None for st in steps if st is not hooked[0])
+
+
+def test_help_on_register_hook_and_other_tensor_methods():
+    from autodsl.repl import Repl
+    out = io.StringIO()
+    r = Repl(ad.Session(out=out), out=out)
+    r.handle(":help register_hook")
+    text = out.getvalue()
+    assert text.startswith("x.register_hook(hook)\nCall `hook(grad)` with this tensor's gradient")
+    assert "handle.remove()" in text
+    out.seek(0)
+    out.truncate()
+    r.handle(":help x.backward")
+    assert out.getvalue().startswith("x.backward(gradient=none, retain_graph=none, create_graph=false, "
+                                     "inputs=none)\n")

@@ -333,3 +333,12 @@ def test_indexing_builds_the_same_records_and_follows_the_names():
     assert t[2]["node"] == "AccumulateGrad(leaf scalar)" and t[2]["leaf"] is None
     assert t[1]["node"] == "MulBackward#1"
     assert "AccumulateGrad(leaf scalar)" in t.format()
+
+
+def test_trace_of_a_string_is_an_error_not_on():
+    s = ad.Session(out=io.StringIO())
+    with pytest.raises(ad.TypeError_, match="trace\\(\\) takes true or false, not the string 'off'"):
+        s.run('trace("off")')
+    assert not s.trace
+    s.run("x = tensor(1.0, requires_grad=true)\n(x * 2).backward()")
+    assert s.out.getvalue() == ""                 # nothing traced

@@ -319,6 +319,9 @@ def test_ok_and_nonfinite():
     s = run("w = tensor(0.0, requires_grad=true)\nsqrt(w).backward()\n")
     r = ask(s, "w")
     assert r.reason == "nonfinite" and "anomaly(true)" in str(r)
+    s.run("anomaly(true)", "t.ad")                   # already on: do not tell to turn it on
+    r = ask(s, "w")
+    assert r.reason == "nonfinite" and "Anomaly mode is on" in str(r) and "Turn on" not in str(r)
 
 
 def test_reset_after_backward():
@@ -425,3 +428,29 @@ def test_repl_why():
     assert "w.grad is 0" in text
     assert "ReluBackward#1 (`h`) at 1:5 `relu(w * 2)` got 1.0 and sent 0.0 towards `w * 2`" in text
     assert "usage: :why x" in text
+
+
+def test_a_stepped_backward_that_is_paused_or_aborted():
+    out = io.StringIO()
+    r = Repl(ad.Session(out=out), out=out)
+
+    def do(line):
+        out.seek(0)
+        out.truncate()
+        r.handle(line)
+        return out.getvalue()
+
+    do("w = tensor(2.0, requires_grad=true)")
+    do("f = w^3")
+    do(":step f")
+    do(":next")
+    assert do(":why w") == ("w.grad is none: the last backward() (from `f`, at 1:1 `:step f`) is paused "
+                            "(step(), :step): .grad is written when it finishes (:continue, or .finish() "
+                            "on the stepper)\n")      # at the command, not at a Python frame
+    do(":abort")
+    assert do(":why w").startswith("w.grad is none: the last backward() (from `f`, at 1:1 `:step f`) was "
+                                   "aborted")
+    assert r.session.run("why(w).reason") == "step_aborted"
+    do(":step f")
+    do(":continue")
+    assert do(":why w") == "w.grad is set and has no zero entries: 12.0\n"

@@ -35,7 +35,7 @@ from contextvars import ContextVar
 import numpy as np
 
 from .. import backend
-from ..errors import AutogradError, ValueError_
+from ..errors import AutogradError, TypeError_, ValueError_
 from ..textfmt import format_number
 from .node import SOURCE_POS, caller_pos, format_pos, pos_text
 from .rules import input_value, output_value
@@ -96,7 +96,8 @@ def anomaly(enabled: bool = True, mode: str = "warn") -> None:
     Only floating-point results are checked (integers and bools are always finite).
     ``mode="warn"`` (default) prints a warning once per site and goes on;
     ``mode="raise"`` stops at the first one with an error (ValueError_ in the
-    forward, AutogradError in the backward). Raises ValueError_ for another mode.
+    forward, AutogradError in the backward). Raises ValueError_ for another mode,
+    TypeError_ for a string as ``enabled`` (``anomaly("off")``: use false).
     Off, it costs nothing. In a Session it lasts for that session.
 
     Example (language)::
@@ -104,6 +105,9 @@ def anomaly(enabled: bool = True, mode: str = "warn") -> None:
         anomaly(true)
         y = sqrt(x - 1)        # warning: sqrt ... produced nan from finite inputs
     """
+    if isinstance(enabled, str):      # anomaly("off") would turn it on
+        raise TypeError_(f"anomaly() takes true or false, not the string {enabled!r}; "
+                         "anomaly(true, mode=\"raise\") stops at the first nan or inf")
     mode = _check_mode(enabled, mode)
     _set(None if mode is None else _State(mode))
 

@@ -46,9 +46,14 @@ class BackwardStepper:
         self._trace.names = self.names
         self._paused = None
         self._gen = task.steps()
+        self.record = None      # the watch.LastBackward of this pass, told whether it is paused
         self._resume()
 
     # -- driving ---------------------------------------------------------------------------
+    def _note(self):
+        if self.record is not None:
+            self.record.stepping = "aborted" if self.aborted else (None if self.done else "paused")
+
     def _resume(self):
         """Run until the engine pauses before its next node, or the pass ends."""
         rec = self.task.recorder
@@ -64,7 +69,9 @@ class BackwardStepper:
             self.done = True
             self.aborted = True
             self._gen.close()
+            self._note()
             raise
+        self._note()
         new = rec.steps[before:] if hasattr(rec, "steps") else []
         for st in new:
             if st.kind != "leaf":
@@ -116,6 +123,7 @@ class BackwardStepper:
         self._gen.close()
         self._paused = None
         self.done = self.aborted = True
+        self._note()
         return f"aborted after {self.steps_run} step(s); every .grad is as it was before the backward"
 
     def _over(self) -> str:

@@ -43,7 +43,12 @@ def trace(enabled: bool = True) -> None:
     Example (language)::
 
         trace(true); y.backward(); trace(false)
+
+    Raises TypeError_ for a string (``trace("off")``: use false).
     """
+    if isinstance(enabled, str):      # trace("off") would turn it on
+        from ..errors import TypeError_  # noqa: PLC0415
+        raise TypeError_(f"trace() takes true or false, not the string {enabled!r}")
     set_trace_enabled(enabled)
 
 

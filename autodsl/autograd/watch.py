@@ -77,7 +77,7 @@ class LastBackward:
     """The facts of one backward (or ``grad()``) call, kept until the next one."""
 
     __slots__ = ("serial", "_roots", "seeds", "targets", "accumulate", "retain_graph",
-                 "create_graph", "freed_before", "pos", "recorder")
+                 "create_graph", "freed_before", "pos", "recorder", "stepping")
 
     def __init__(self, task):
         self.serial = next(_serial)
@@ -93,6 +93,8 @@ class LastBackward:
         self.freed_before = any(getattr(node, "_released", False) for node, _ in task.seeds)
         self.pos = SOURCE_POS.get() or caller_pos()
         self.recorder = task.recorder
+        # a pass run by step() (autograd/stepper.py): "paused" or "aborted" until it finishes
+        self.stepping = None
 
     @property
     def roots(self) -> list:

@@ -27,6 +27,7 @@ from contextvars import ContextVar
 from typing import Any, Callable
 
 from ..errors import DSLError, IndexError_, NameError_, RuntimeError_, TypeError_
+from ..backend import is_host_array
 from ..tensor import PUBLIC_ATTRIBUTES, PUBLIC_METHODS, Tensor, as_tensor
 from . import ast as A
 from .values import (describe, describe_value, number_pow, param_text, suggest, translate_exception,
@@ -578,7 +579,9 @@ class Interpreter:
         allowed = getattr(type(obj), "LANG_ATTRIBUTES", None)   # small result types opt in (max(x, dim=))
         if allowed is not None:
             if name in allowed:
-                return getattr(obj, name)
+                value = getattr(obj, name)
+                # a result's host array (explain(...).total) is a tensor in the language
+                return as_tensor(value) if is_host_array(value) else value
             raise NameError_(f"{describe(obj)} has no attribute `{name}`; it has: " + ", ".join(sorted(allowed)))
         raise NameError_(f"{describe(obj)} has no attribute `{name}`"
                          + ("; it has no attributes" if not isinstance(obj, Tensor) else ""))

@@ -480,6 +480,11 @@ def _translate(e: UnexpectedInput, src: A.Source) -> ParseError:
         return _err(f"missing closing `{_CLOSE_CHAR[o.type]}`: the `{o}` opened here is still open "
                     f"at line {line}", src, o.line, o.column, o.end_column)
     prev = before[-1] if before else None
+    if tok.type == "COLON" and (prev is None or prev.type in ("_NL", "SEMICOLON")):
+        # `:explain f w` piped into `autodsl`, or in a .ad file: those are the REPL's commands
+        return _err("`:` commands (such as `:explain f x`) work only at the interactive prompt; in a "
+                    "script call the built-in of the same name (`explain(f, x)`, `why(x)`, `info(x)`)",
+                    src, line, col, tok.end_column)
     if tok.type == "STAR" and prev is not None and prev.type == "STAR":
         return _err("`**` is not an operator: use `^` for powers (`x^2`)", src, prev.line, prev.column,
                     tok.end_column)

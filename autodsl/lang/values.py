@@ -102,6 +102,8 @@ def param_text(sig: inspect.Signature) -> str:
             parts.append(f"**{p.name}")
         elif p.default is p.empty:
             parts.append(p.name)
+        elif isinstance(p.default, str):        # as it is typed: mode="warn", not mode=warn
+            parts.append(f'{p.name}="{p.default}"')
         else:
             parts.append(f"{p.name}={describe_value(p.default)}")
     return ", ".join(parts)
