@@ -3,12 +3,16 @@
 Each error carries an optional source position (file, line, column, the
 source line) so that it can be rendered as ``file:line:col: message``, the
 source line, and a caret under the column. The position is attached where the
-error crosses the language boundary (the interpreter); Python users of the
-tensor API get the same classes without a position.
+error crosses the language boundary (the interpreter); an error raised by a
+call from Python (outside the language) carries the caller's file and line.
 
 This module imports nothing from autodsl.
 """
 from __future__ import annotations
+
+import linecache
+import os
+import sys
 
 __all__ = [
     "DSLError", "ParseError", "NameError_", "ShapeError", "DTypeError",
@@ -18,6 +22,23 @@ __all__ = [
 
 
 _MAX_SHOWN = 160   # characters of a source line shown under an error
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+# How many language runs (Session contexts, REPL inputs) are open. Inside one, the
+# interpreter attaches the script's position to an error; outside, an error made by a
+# call from Python takes the caller's file and line. Process-wide, like the trace depth.
+LANGUAGE = [0]
+
+
+def _python_caller():
+    """(file, line, source line) of the first frame outside the autodsl package, or None."""
+    f = sys._getframe(2)
+    while f is not None and f.f_code.co_filename.startswith(_PACKAGE_DIR):
+        f = f.f_back
+    if f is None:
+        return None
+    name, line = f.f_code.co_filename, f.f_lineno
+    return name, line, linecache.getline(name, line).rstrip("\n") or None
 
 
 class DSLError(Exception):
@@ -43,18 +64,26 @@ class DSLError(Exception):
         self.column = column
         self.source_line = source_line
         self.end_column = end_column
+        self._python = False        # the position is a Python caller's, which a script's replaces
+        if line is None and not LANGUAGE[0]:      # a call from Python: point at the caller's line
+            caller = _python_caller()
+            if caller is not None:
+                self.file, self.line, self.source_line = caller
+                self._python = True
 
     def __str__(self) -> str:
         return self.render()
 
     @property
     def has_position(self) -> bool:
-        return self.line is not None
+        """True when a script's position is attached (not only a Python caller's line)."""
+        return self.line is not None and not self._python
 
     def with_position(self, *, file=None, line=None, column=None, source_line=None,
                       end_column=None) -> "DSLError":
-        """Attach a position unless one is already set; returns self."""
-        if self.line is None and line is not None:
+        """Attach a position unless a script's position is already set; returns self."""
+        if (self.line is None or self._python) and line is not None:
+            self._python = False
             self.file = file
             self.line = line
             self.column = column
@@ -66,7 +95,12 @@ class DSLError(Exception):
         """``file:line:col: message``, then the source line and a caret run."""
         if self.line is None:
             return self.message
-        where = f"{self.file or '<input>'}:{self.line}:{self.column or 1}"
+        if self.column is None:     # a Python caller's line: no column to point at
+            out = [f"{self.file or '<input>'}:{self.line}: {self.message}"]
+            if self.source_line:
+                out.append("    " + self.source_line.strip())
+            return "\n".join(out)
+        where = f"{self.file or '<input>'}:{self.line}:{self.column}"
         out = [f"{where}: {self.message}"]
         if self.source_line is not None:
             src = self.source_line.rstrip("\n")

@@ -90,6 +90,10 @@ class Explanation:
                 head = f"path {k}: " if self.n_paths > 1 else ""
                 # `[operand i]` marks the edge into a name, so only where the name is a denominator
                 chain = _join([f"d{_wrap(_bare(a))}/d{_wrap(b)}" for a, b in zip(p.names, p.names[1:])], " * ")
+                if len(p.factors) == 1:     # one local derivative: nothing to multiply out
+                    what = "" if chain == d else f" = {chain}"
+                    lines.append(f"{head}{d}{what} = {_short(_scalar(p.contribution))}")
+                    continue
                 nums = _join([_num(v) for v in p.factors], " * ")
                 lines.append(f"{head}{d} = {chain}")
                 lines.append(" " * len(head) + " " * len(d) + f" = {nums}")

@@ -30,7 +30,9 @@ def info(x) -> Info:
     from . import backend  # noqa: PLC0415
     from .autograd.node import format_pos  # noqa: PLC0415
     if not isinstance(x, Tensor):
-        raise TypeError_(f"info() takes a tensor, not {type(x).__name__}")
+        what = f"the graph node {x.name}" if hasattr(x, "next_edges") and hasattr(x, "name") \
+            else type(x).__name__
+        raise TypeError_(f"info() takes a tensor, not {what}; info(y) describes y and its grad_fn")
     g = x._grad
     if g is None:
         grad_text = "none" + ("  (a non-leaf: call retain_grad() before backward to keep it)"

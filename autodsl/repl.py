@@ -34,7 +34,7 @@ from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.output import ColorDepth
 from prompt_toolkit.validation import ValidationError, Validator
 
-from .errors import DSLError, ValueError_
+from .errors import LANGUAGE, DSLError, ValueError_
 
 __all__ = ["main", "Repl", "history_path", "build_prompt_session", "SourceValidator"]
 
@@ -117,6 +117,7 @@ class Repl:
         stripped = text.strip()
         if not stripped:
             return
+        LANGUAGE[0] += 1        # the REPL is the language: no error takes a Python caller's position
         try:
             if stripped.startswith(":"):
                 self.command(stripped)
@@ -132,6 +133,8 @@ class Repl:
         except Exception as e:  # noqa: BLE001 - the loop survives internal faults
             msg = str(e).splitlines()[0] if str(e) else ""
             self.write(f"internal error ({type(e).__name__}: {msg}); the session goes on")
+        finally:
+            LANGUAGE[0] -= 1
 
     def run_source(self, text: str, filename: str = "<input>"):
         """``session.run(text)``; on Ctrl-C undo the input's bindings, in-place writes and .grad changes.
@@ -597,7 +600,7 @@ class SourceValidator(Validator):
         try:
             parse(text, "<input>")
         except DSLError as e:
-            if e.line is None:
+            if not e.has_position:
                 raise ValidationError(cursor_position=len(text), message=e.message) from None
             try:
                 index = document.translate_row_col_to_index(max(0, e.line - 1), max(0, (e.column or 1) - 1))

@@ -21,7 +21,7 @@ import sys
 import warnings
 from typing import Any
 
-from .errors import NameError_
+from .errors import LANGUAGE, NameError_
 from .lang import ast as A
 from .autograd.quiet import ieee
 from .graphview import FILES_ALLOWED
@@ -82,11 +82,15 @@ class Session:
     # -- running ---------------------------------------------------------------
     def parse(self, source: str, filename: str = "<string>") -> A.Program:
         """Parse without running (raises ParseError)."""
-        return parse(source, filename)
+        LANGUAGE[0] += 1
+        try:
+            return parse(source, filename)
+        finally:
+            LANGUAGE[0] -= 1
 
     def run(self, source: str | A.Program, filename: str = "<string>"):
         """Parse all of ``source``, then run it; the last bare expression's value, or None."""
-        program = source if isinstance(source, A.Program) else parse(source, filename)
+        program = source if isinstance(source, A.Program) else self.parse(source, filename)
         # A script builds graphs of many small objects, and every young-generation collection
         # walks them: collect less often while it runs (restored afterwards).
         gc_threshold = gc.get_threshold()
@@ -124,6 +128,7 @@ class Session:
         tensor_names_token = TENSOR_NAMES.set(lambda: self.namespace)    # version errors name variables
         last_token = LAST_BACKWARD.set(self._last_backward)
         files_token = FILES_ALLOWED.set(self.files)
+        LANGUAGE[0] += 1        # errors get the script's position, not a Python caller's
         try:
             with ieee(), backend.defaults(device=self.device, dtype=start_dtype), \
                     tracing(self.trace, sink=self._set_last_trace, printer=self._print_trace), \
@@ -137,6 +142,7 @@ class Session:
                     if backend.get_default_dtype() is not start_dtype:
                         self.dtype = backend.get_default_dtype()
         finally:
+            LANGUAGE[0] -= 1
             GRAPH_NAMES.reset(names_token)
             TENSOR_NAMES.reset(tensor_names_token)
             LAST_BACKWARD.reset(last_token)

@@ -4,8 +4,8 @@ from __future__ import annotations
 from .autograd import watch
 from .autograd.engine import GraphTask
 from .autograd.stepper import BackwardStepper
+from .errors import AutogradError, TypeError_
 from .graphview import names_by_id
-from .errors import TypeError_
 from .tensor import Tensor, make_seeds
 
 __all__ = ["step", "BackwardStepper"]
@@ -31,6 +31,12 @@ def step(tensor, gradient=None, retain_graph=None, create_graph=False, names=Non
     if retain_graph is None:
         retain_graph = create_graph
     seeds = make_seeds(tensor, gradient, "step()")
+    for node, _ in seeds:       # refuse now what the first :next would find
+        if node._released:
+            raise AutogradError(
+                f"the graph of this tensor was freed by an earlier backward ({node.name}'s saved "
+                "values are gone), so it cannot be stepped through; pass retain_graph=true to that "
+                "backward, or compute the tensor again")
     task = GraphTask(seeds, retain_graph, create_graph, targets=None, accumulate=True)
     stepper = BackwardStepper(task, names_by_id(names))
     stepper.record = watch.last_backward()      # GraphTask noted itself: why() sees a paused pass

@@ -443,7 +443,7 @@ class _Explainer:
         else:
             frac = _zero_fraction(g)
             reason, head = "partly_zero", (
-                f"{self.grad_of} has {np.count_nonzero(g == 0)} zero entries of {g.size} ({frac:.0%}): "
+                f"{self.grad_of} has {np.count_nonzero(g == 0)} of {g.size} entries zero ({frac:.0%}): "
                 f"the gradient of {self.backward_text(last)} was zeroed there on the way")
         if not culprits:
             return Why(reason, [head + ".", "No single node zeroed it: the gradients that reached it "

@@ -62,3 +62,24 @@ def test_error_keeps_the_session():
     with pytest.raises(ad.NameError_):
         s.run("z = nope + 1")
     assert s["x"].grad.item() == 4.0 and "z" not in s
+
+
+def test_python_api_errors_carry_the_callers_file_and_line():
+    import inspect
+    a, b = ad.tensor([1.0, 2.0]), ad.tensor([1.0, 2.0, 3.0])
+    with pytest.raises(ad.ShapeError) as info:
+        line = inspect.currentframe().f_lineno + 1
+        a + b
+    e = info.value
+    assert (e.file, e.line, e.column) == (__file__, line, None)
+    assert not e.has_position                      # a script's position would replace it
+    assert str(e).startswith(f"{__file__}:{line}: add: shapes (2,) and (3,) do not broadcast")
+    assert str(e).splitlines()[1] == "    a + b"
+
+
+def test_errors_inside_a_session_keep_the_scripts_position():
+    s = ad.Session(echo=False)
+    with pytest.raises(ad.ShapeError) as info:
+        s.run("a = tensor([1.0, 2.0])\nb = a + tensor([1.0, 2.0, 3.0])\n", "x.ad")
+    e = info.value
+    assert (e.file, e.line, e.column) == ("x.ad", 2, 7) and e.has_position

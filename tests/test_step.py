@@ -323,7 +323,7 @@ def test_create_graph_step_gives_a_differentiable_grad():
     x = ad.tensor(2.0, requires_grad=True)
     y = x ** 3
     s = ad.step(y, create_graph=True)
-    assert s.finish() == "finished: 2 more step(s) ran, 2 in all; .grad is written"
+    assert s.finish() == "finished: 2 step(s) ran; .grad is written"
     assert float(x.grad) == 12.0 and x.grad.requires_grad
     (g2,) = ad.grad(x.grad, [x])
     assert float(g2) == 12.0              # d(3x^2)/dx = 6x
@@ -416,3 +416,11 @@ def test_next_takes_a_whole_number():
     with pytest.raises(ValueError_, match="takes a whole number of nodes to run, not 'a'"):
         s.next("a")
     assert "paused before step 1" in str(s)
+
+
+def test_step_refuses_a_freed_graph_up_front():
+    x = ad.tensor(2.0, requires_grad=True)
+    y = x * x
+    y.backward()
+    with pytest.raises(AutogradError, match="was freed by an earlier backward"):
+        ad.step(y)

@@ -86,13 +86,17 @@ def test_python_api_names_the_variable_and_the_lines():
     written_at = here() + 1
     h += 1
     with pytest.raises(ad.AutogradError) as info:
+        backward_at = here() + 1
         y.backward()
     m = info.value.message
     f = os.path.basename(__file__)
     assert m.startswith("`h` (shape (2,)) was modified in place")
     assert f"MulBackward (made at {f}:{saved_at} `y = (h * h).sum()`) saved it at version 0" in m
     assert f"the in-place write at {f}:{written_at} `h += 1` changed it to version 1" in m
-    assert info.value.line is None                       # no language position from Python
+    e = info.value                                       # from Python: the caller's file and line
+    assert (e.file, e.line, e.column) == (__file__, backward_at, None) and not e.has_position
+    assert str(e).startswith(f"{__file__}:{backward_at}: `h` (shape (2,))")
+    assert str(e).splitlines()[1] == "    y.backward()"
     assert x.grad is None
 
 

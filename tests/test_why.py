@@ -61,7 +61,7 @@ def test_relu_partly_off_counts_the_elements():
     np.testing.assert_array_equal(s["w"].grad.numpy(), [0, 1, 0, 1])
     r = ask(s, "w")
     assert r.reason == "partly_zero" and r.node.name == "ReluBackward" and r.line == 2
-    assert "2 zero entries of 4 (50%)" in str(r)
+    assert "2 of 4 entries zero (50%)" in str(r)
     assert "sent [0., 1., 0., 1.]" in str(r)
     assert "at 2 of 4 elements" in str(r)
 
@@ -104,7 +104,7 @@ def test_max_reduction_names_the_elements_that_were_not_it():
             "m.backward()\n")
     r = ask(s, "v")
     assert r.reason == "partly_zero" and r.node.name == "MaxBackward" and r.line == 2
-    assert "2 zero entries of 3" in str(r)
+    assert "2 of 3 entries zero" in str(r)
 
 
 def test_factor_that_was_zero():
@@ -383,7 +383,7 @@ def test_python_api_reruns_a_retained_graph():
     y.backward(retain_graph=True)
     r = ad.why(w)
     assert r.reason == "partly_zero" and r.node.name == "ReluBackward" and r.line == line
-    assert str(r).startswith("w.grad has 1 zero entries of 2")     # named from the caller's variables
+    assert str(r).startswith("w.grad has 1 of 2 entries zero")     # named from the caller's variables
     np.testing.assert_array_equal(w.grad.numpy(), [0.0, 3.0])       # the re-run changed no .grad
     assert watch.last_backward().retain_graph is True               # ... and is not "the last backward"
 

@@ -112,7 +112,10 @@ class BackwardStepper:
         before = self.steps_run
         while not self.done:
             self.steps_run += len(self._resume())
-        return f"finished: {self.steps_run - before} more step(s) ran, {self.steps_run} in all; .grad is written"
+        ran = self.steps_run - before
+        if before == 0:
+            return f"finished: {ran} step(s) ran; .grad is written"
+        return f"finished: {ran} more step(s) ran, {self.steps_run} in all; .grad is written"
 
     continue_ = finish
 

@@ -400,7 +400,7 @@ class Interpreter:
                 value = self.binop(op, value, right, positions[i])
             except Exception as exc:  # noqa: BLE001 - translated and positioned at the operator
                 e = translate_exception(exc)
-                if e.line is None and self.source is not None:
+                if not e.has_position and self.source is not None:
                     e.with_position(file=self.source.filename, line=line, column=column,
                                     source_line=self.source.line_text(line), end_column=column + 1)
                 if e is exc:
