@@ -33,7 +33,8 @@ LANGUAGE = [0]
 def _python_caller():
     """(file, line, source line) of the first frame outside the autodsl package, or None."""
     f = sys._getframe(2)
-    while f is not None and f.f_code.co_filename.startswith(_PACKAGE_DIR):
+    while f is not None and (f.f_code.co_filename.startswith(_PACKAGE_DIR)
+                             or f.f_code.co_filename.startswith("<frozen ")):     # runpy: not the user's
         f = f.f_back
     if f is None:
         return None

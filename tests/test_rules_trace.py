@@ -342,3 +342,19 @@ def test_trace_of_a_string_is_an_error_not_on():
     assert not s.trace
     s.run("x = tensor(1.0, requires_grad=true)\n(x * 2).backward()")
     assert s.out.getvalue() == ""                 # nothing traced
+
+
+def test_large_leaf_grads_are_read_when_shown_and_a_later_change_is_said():
+    w = ad.tensor([0.5] * 5000, requires_grad=True)
+    s = ad.Session(echo=False)
+    s.namespace["w"] = w
+    s.run("(w * 2).sum().backward()")
+    tr = s.last_trace
+    leaf = [st for st in tr.steps if st.kind == "leaf"][0]
+    assert leaf.grad_after.tolist() == [2.0] * 5000          # read now: unchanged since
+    s.run("(w * 3).sum().backward()")                       # accumulates in place into w.grad
+    assert leaf.grad_after.tolist() == [2.0] * 5000          # read once, kept
+    tr2 = s.last_trace
+    s.run("(w * 1).sum().backward()")
+    assert "(changed in place since this backward" in str(tr2)
+    assert [r for r in tr2.records() if "leaf" in r][0]["grad_after"] == "changed since"

@@ -45,7 +45,8 @@ def caller_pos(depth: int = 2):
         f = sys._getframe(depth)
     except ValueError:
         return None
-    while f is not None and f.f_code.co_filename.startswith(_PACKAGE_DIR):
+    while f is not None and (f.f_code.co_filename.startswith(_PACKAGE_DIR)
+                             or f.f_code.co_filename.startswith("<frozen ")):     # runpy: not the user's
         f = f.f_back
     if f is None:
         return None

@@ -13,6 +13,7 @@ from contextvars import ContextVar
 import numpy as np
 
 from .. import backend
+from ..errors import AutogradError
 from ..textfmt import format_array
 from .node import format_pos, pos_text
 from .rules import operand_names, rule_text, scalar_values, with_numbers, with_operands
@@ -86,7 +87,7 @@ class Step:
     little when nobody prints the trace.
     """
 
-    __slots__ = ("kind", "node", "deps", "_g", "_sends", "leaf", "grad_after", "_cache", "_hooked",
+    __slots__ = ("kind", "node", "deps", "_g", "_sends", "leaf", "_after", "_cache", "_hooked",
                  "values")
 
     def __init__(self, kind, node, deps, g, sends=(), leaf=None):
@@ -96,7 +97,7 @@ class Step:
         self._g = g
         self._sends = sends
         self.leaf = leaf
-        self.grad_after = None
+        self._after = None      # the leaf's .grad when the pass ended: a host copy, or (tensor, version)
         self._cache = None
         self._hooked = None     # the gradient before a register_hook hook replaced it
         self.values = None      # scalar inputs/output of the node, for its rule's numbers
@@ -106,6 +107,23 @@ class Step:
         """The summed gradient before a tensor hook replaced it (a host array), or None
         when no hook changed it."""
         return None if self._hooked is None else _snap(self._hooked)
+
+    @property
+    def grad_after(self):
+        """The leaf's ``.grad`` as the pass left it (a host array), or None when it was none.
+
+        Raises AutogradError when a large ``.grad`` was changed in place since (only
+        small ones are copied when the pass ends; large ones are read when asked for).
+        """
+        after = self._after
+        if after is None or not isinstance(after, tuple):
+            return after
+        t, version = after
+        if t._version[0] != version:
+            raise AutogradError("this .grad was changed in place after the traced backward, and the "
+                                "trace keeps only small gradients; print the trace before changing it")
+        self._after = _snap(t)
+        return self._after
 
     @property
     def grad_in(self):
@@ -151,7 +169,12 @@ class Recorder:
         for st in self.steps:
             if st.kind == "leaf":
                 gr = st.leaf._grad
-                st.grad_after = None if gr is None else _snap(gr)
+                if gr is None:
+                    st._after = None
+                elif gr._data.size <= _COPY_GRAD_UP_TO:
+                    st._after = _snap(gr)
+                else:       # a network's weights: copying every .grad of every backward costs
+                    st._after = (gr, gr._version[0])
             elif numbers:
                 st.values = scalar_values(st.node)
         tr = Trace(self.steps, self.create_graph)
@@ -167,7 +190,16 @@ class Recorder:
                 printer(tr.format())
 
 
+def _after_text(st) -> str:
+    try:
+        after = st.grad_after
+    except AutogradError:
+        return "(changed in place since this backward; large gradients are not copied)"
+    return "none" if after is None else format_array(after)
+
+
 _MAX_RULE_STEPS = 10_000
+_COPY_GRAD_UP_TO = 4096      # elements of a leaf's .grad the trace copies when a pass ends
 
 
 def _snap(t):
@@ -233,7 +265,7 @@ class Trace:
         if st.kind == "leaf":
             nm = self.names.get(id(st.leaf)) or "leaf"
             if committed:
-                after = "none" if st.grad_after is None else format_array(st.grad_after)
+                after = _after_text(st)
                 lines.append(f"{pad}{nm}.grad = {_indent(after, len(pad) + len(nm) + 8)}")
             else:
                 lines.append(f"{pad}{nm}.grad += grad in  (written when the whole pass has succeeded)")
@@ -270,7 +302,10 @@ class Trace:
             rec["grad_before_hook"] = _plain(st.grad_before_hook)
         if st.kind == "leaf":
             rec["leaf"] = self.names.get(id(st.leaf))
-            rec["grad_after"] = None if st.grad_after is None else _plain(st.grad_after)
+            try:
+                rec["grad_after"] = None if st.grad_after is None else _plain(st.grad_after)
+            except AutogradError:
+                rec["grad_after"] = "changed since"
         else:
             sends = []
             sentence = getattr(st.node, "rule", None)      # one sentence for every input
