@@ -30,6 +30,7 @@ unknown dtype name, ValueError_ for an unknown namespace name.
 from __future__ import annotations
 
 import contextlib
+import sys
 import functools
 import os
 from contextvars import ContextVar
@@ -44,7 +45,7 @@ __all__ = [
     "get_default_dtype", "set_default_dtype", "get_default_device",
     "set_default_device", "defaults", "xp", "check_device", "to_host", "seed",
     "is_floating", "namespace_of", "dtype_of", "device_of", "asarray", "may_share_memory",
-    "scatter_add", "native_dtype", "kind_of", "copy", "where", "zero_of", "writeable", "contiguous", "getitem",
+    "scatter_add", "native_dtype", "kind_of", "copy", "unshared", "where", "zero_of", "writeable", "contiguous", "getitem",
     "setitem", "random_uniform", "random_normal", "ignore_fp_errors", "broadcast_shapes",
     "use_namespace", "namespace_name", "SCALAR_TYPES", "HOST_BOOL", "HOST_INT", "HOST_FLOAT",
     "is_host_array", "scalar_array", "NAMESPACES",
@@ -479,6 +480,14 @@ def where(cond, a, b):
             np.negative(mask, out=mask)             # true -> all bits set, false -> 0
             return np.bitwise_and(a.view(it), mask).view(a.dtype)
     return namespace_of(a).where(cond, a, b)
+
+
+def unshared(arr, refs: int) -> bool:
+    """True when ``arr`` is a writeable NumPy array that owns its memory and that nothing
+    holds but the ``refs`` references its caller knows of (then it may be kept instead of
+    copied, as PyTorch's AccumulateGrad steals a gradient nobody else holds)."""
+    return (type(arr) is np.ndarray and arr.base is None and arr.flags.writeable
+            and sys.getrefcount(arr) <= refs + 1)       # +1: getrefcount's own argument
 
 
 def copy(arr):

@@ -12,6 +12,7 @@ the ops.
 """
 from __future__ import annotations
 
+import sys
 import warnings
 
 from . import backend
@@ -223,6 +224,14 @@ class Tensor:
         if create_graph:
             return (g.clone() if old is None else old + g), None
         if old is None:
+            # Note [stealing a gradient]: a gradient that only the engine holds (the staged
+            # entry, the engine's loop variable, this call's argument: sys.getrefcount sees
+            # those 3 and its own argument) and whose array nothing else holds or views
+            # becomes .grad as it is, as PyTorch's AccumulateGrad does; anything else (the
+            # caller's seed, a gradient a hook or the trace kept, one sent to two leaves) is copied.
+            if (g.grad_fn is None and g._base is None and sys.getrefcount(g) <= 4
+                    and backend.unshared(g._data, 2)):
+                return Tensor(g._data, _device=g.device), None
             return Tensor(backend.copy(g._data), _device=g.device), None
         if not backend.writeable(old._data):
             return Tensor(old._data + g._data, _device=g.device), None

@@ -198,7 +198,10 @@ class GraphTask:
                     tick += 1
 
         # Commit: only now do .grad fields change, so a failed pass changes none. Every
-        # new value is computed first; the assignments that follow cannot fail.
+        # new value is computed first; the assignments that follow cannot fail. (The loop's
+        # last gradients are dropped first, so that a gradient only `staged` holds can become
+        # .grad without a copy: Note [stealing a gradient] in tensor.py.)
+        g = outs = og = prev = None
         updates = [(t, t._grad_update(g, create_graph)) for t, g in staged.values()]
         for t, update in updates:
             t._grad_commit(update)

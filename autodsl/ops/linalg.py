@@ -47,10 +47,16 @@ class Matmul(Op):
             g2 = g2.unsqueeze(-1)
         ga = gb = None
         if na:
-            ga = sum_to(matmul(g2, y.reshape(ys2).transpose(-1, -2)), xs2).reshape(xs)
+            ga = _as_shape(sum_to(matmul(g2, _as_shape(y, ys2).transpose(-1, -2)), xs2), xs)
         if nb:
-            gb = sum_to(matmul(x.reshape(xs2).transpose(-1, -2), g2), ys2).reshape(ys)
+            gb = _as_shape(sum_to(matmul(_as_shape(x, xs2).transpose(-1, -2), g2), ys2), ys)
         return ga, gb
+
+
+def _as_shape(t, shape):
+    # no reshape (a view) when the shape is already right: a gradient that is not a view
+    # can become .grad without a copy (Note [stealing a gradient] in tensor.py)
+    return t if t._data.shape == shape else t.reshape(shape)
 
 
 def matmul(input, other):
