@@ -18,7 +18,7 @@ from . import grad_mode
 from . import trace as _trace
 from .anomaly import ON as _CHECKING
 from .anomaly import check_backward
-from .node import AccumulateGrad
+from .node import SOURCE_POS, AccumulateGrad, pos_text
 from .watch import IN_PASS, note_backward
 from .quiet import ieee
 
@@ -177,7 +177,14 @@ class GraphTask:
                     if node._retained and self.accumulate and (targets is None or node not in targets):
                         for t in node._retained:
                             _stage(staged, t, g, create_graph)
-                    outs = self._validate(node, node.apply(g), g)
+                    if create_graph:        # the nodes the formula records are "the backward of" this one
+                        tok = SOURCE_POS.set(_backward_pos(node))
+                        try:
+                            outs = self._validate(node, node.apply(g), g)
+                        finally:
+                            SOURCE_POS.reset(tok)
+                    else:
+                        outs = self._validate(node, node.apply(g), g)
                     if _CHECKING[0]:
                         check_backward(node, g, outs)     # anomaly mode (autograd/anomaly.py)
                     ran.append(node)
@@ -240,6 +247,15 @@ class GraphTask:
                 fixed = fixed or list(outs)
                 fixed[i] = og.to(dtype=dt)
         return tuple(fixed) if fixed else outs
+
+
+def _backward_pos(node):
+    """Where nodes made by ``node``'s backward formula (under create_graph) say they come from:
+    ``node``'s own place, with the text ``backward of w*x``."""
+    pos = node.pos
+    text = pos_text(pos) if pos else None
+    what = f"backward of {text}" if text else f"backward of {node.name}"
+    return (pos[0], pos[1], pos[2], what) if pos else (None, None, None, what)
 
 
 def _add(a, b, create_graph):
