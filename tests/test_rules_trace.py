@@ -177,7 +177,7 @@ def test_json_with_nan_and_inf_is_strict_json():
 
 def test_sentence_rules_show_in_text_and_records():
     s = session("x = tensor([1.0, 2.0], requires_grad=true)\ny = (x * 3).sum()\ntrace(true)\ny.backward()\n")
-    assert "rule: grad expanded to a's shape" in s.out.getvalue()
+    assert "rule: grad expanded to (x * 3)'s shape" in s.out.getvalue()    # the input's own text for `a`
     rec = s.last_trace[0]
     assert rec["op"] == "SumBackward"
     assert rec["sends"] == [{"to": "MulBackward#1", "grad": [1.0, 1.0],

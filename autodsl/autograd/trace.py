@@ -272,7 +272,9 @@ class Trace:
         else:
             sentence = getattr(st.node, "rule", None)
             if isinstance(sentence, str):
-                lines.append(f"{pad}rule: {sentence}")
+                # the input's name in place of `a` ("grad expanded to w's shape")
+                lines.append(f"{pad}rule: "
+                             f"{with_operands(sentence, st.node, operand_names(st.node, self.names, labels))}")
             for (nxt, og), (k, formula) in zip(st.sends, _sent_rules(st)):
                 val = "nothing" if og is None else format_array(og)
                 lines.append(f"{pad}-> {labels[nxt]}  {_indent(val, len(pad) + len(labels[nxt]) + 5)}")
