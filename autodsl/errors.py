@@ -22,6 +22,7 @@ __all__ = [
 
 
 _MAX_SHOWN = 160   # characters of a source line shown under an error
+_MAX_CALLS = 5     # call-context lines shown under an error (innermost ones and the outermost)
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 # How many language runs (Session contexts, REPL inputs) are open. Inside one, the
@@ -51,6 +52,8 @@ class DSLError(Exception):
         line, column: 1-based position in that source, or None.
         source_line: the text of that line, or None.
         end_column: 1-based column one past the end of the offending span, or None.
+        calls: the user-function calls the error came out of, innermost first, one line
+            each (``in f(), called at 7:5 `f(w)```); the interpreter adds them.
     """
 
     category = "error"
@@ -65,6 +68,7 @@ class DSLError(Exception):
         self.column = column
         self.source_line = source_line
         self.end_column = end_column
+        self.calls: list[str] = []
         self._python = False        # the position is a Python caller's, which a script's replaces
         if line is None and not LANGUAGE[0]:      # a call from Python: point at the caller's line
             caller = _python_caller()
@@ -92,8 +96,29 @@ class DSLError(Exception):
             self.end_column = end_column
         return self
 
+    def add_call(self, text: str) -> "DSLError":
+        """Add a call-context line for the next call out (``in f(), called at ...``); returns self."""
+        self.calls.append(text)
+        return self
+
     def render(self) -> str:
-        """``file:line:col: message``, then the source line and a caret run."""
+        """``file:line:col: message``, then the source line and a caret run, then one line per
+        user-function call the error came out of (innermost first; a long chain is cut short)."""
+        text = self._render_position()
+        if not self.calls:
+            return text
+        calls: list[str] = []       # a recursion's repeated line is shown once, with a count
+        count = 0
+        for i, c in enumerate(self.calls):
+            count += 1
+            if i + 1 == len(self.calls) or self.calls[i + 1] != c:
+                calls.append(c if count == 1 else f"{c} ({count} times)")
+                count = 0
+        if len(calls) > _MAX_CALLS:
+            calls = calls[:_MAX_CALLS - 1] + [f"... {len(calls) - _MAX_CALLS} more"] + calls[-1:]
+        return text + "".join("\n  " + c for c in calls)
+
+    def _render_position(self) -> str:
         if self.line is None:
             return self.message
         if self.column is None:     # a Python caller's line: no column to point at

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from . import backend
+from .autograd import watch
 from .autograd.node import AccumulateGrad, format_pos, pos_text
 from .autograd.trace import leaf_label, node_labels, walk
 from .errors import RuntimeError_, TypeError_, ValueError_
@@ -111,6 +112,15 @@ def _grad_text(t) -> str | None:
 NAMES: ContextVar = ContextVar("autodsl_graph_names", default=None)
 # A Session made with files=False turns this off: dot() then refuses to write.
 FILES_ALLOWED: ContextVar = ContextVar("autodsl_files_allowed", default=True)
+
+
+def user_names(names=None):
+    """The names to show: ``names`` when given; None inside a Session (``_name_maps`` then
+    reads its namespace through ``NAMES``); else, from the Python API, the caller's variables
+    (``{name: tensor}`` of the first frame outside autodsl: ``watch.caller_namespace``)."""
+    if names is None and NAMES.get() is None:
+        return watch.caller_namespace()
+    return names
 
 
 def names_by_id(names=None) -> dict:
@@ -249,8 +259,10 @@ def graph(x, names=None, max_nodes: int = 200) -> Graph:
     ``-> see MulBackward#2 above``. ``constant`` is an input that needs no
     gradient. After ``max_nodes`` nodes the rest is summarized in one line.
 
-    ``names``: {id(tensor): name} or {name: tensor}, to show variable names (the
-    language passes its session's names). Raises TypeError_ when ``x`` is not a
+    ``names``: {id(tensor): name} or {name: tensor}, to show variable names; without
+    it, a Session's variables, or from Python the caller's (its local and global
+    tensors). Unnamed leaves of one shape are numbered (``AccumulateGrad(leaf 2 #1)``),
+    as in the trace. Raises TypeError_ when ``x`` is not a
     tensor, ValueError_ when ``max_nodes`` < 1.
 
     Example: ``graph(f)``; after ``w = tensor(2.0, requires_grad=true)`` and, on
@@ -265,6 +277,7 @@ def graph(x, names=None, max_nodes: int = 200) -> Graph:
     _check_tensor(x, "graph")
     if isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer)) or max_nodes < 1:
         raise ValueError_(f"graph(): max_nodes must be a whole number >= 1, got {max_nodes!r}")
+    names = user_names(names)
     root, labels = _roots_and_labels(x, names)
     desc = _Describer(x, labels, names)
     if root is None:
@@ -348,6 +361,7 @@ _STYLE_CONST = 'shape=ellipse, style=dashed, color="#999999", fontcolor="#777777
 def dot_source(x: Tensor, names=None) -> str:
     """The DOT text of ``dot(x)`` (see there)."""
     _check_tensor(x, "dot")
+    names = user_names(names)
     root, labels = _roots_and_labels(x, names)
     desc = _Describer(x, labels, names)
     title = desc.by_id.get(id(x)) or "the tensor"
@@ -394,7 +408,7 @@ def dot_source(x: Tensor, names=None) -> str:
 def _dot_label(f: _Facts) -> str:
     """Leaves: name, shape and value, grad. Ops: [name =] label, at line:col, shape and value, grad."""
     if f.leaf:
-        lines = [f.name or "leaf"]
+        lines = [f.name or _unnamed_leaf(f.label)]
     else:
         lines = [f"{f.name} = {f.label}" if f.name else f.label]
         at = format_pos(f.pos, text=False)
@@ -409,6 +423,12 @@ def _dot_label(f: _Facts) -> str:
     if f.leaf and "requires_grad" not in f.marks:
         lines.append("requires_grad=false")
     return "\n".join(ln for ln in lines if ln)
+
+
+def _unnamed_leaf(label: str) -> str:
+    """``leaf``, or ``leaf #2`` for ``AccumulateGrad(leaf 2x3 #2)`` (one of several alike)."""
+    head, sep, k = label.rpartition(" #")
+    return f"leaf #{k.rstrip(')')}" if sep and head.startswith("AccumulateGrad(leaf ") else "leaf"
 
 
 def dot(x, file=None, names=None) -> str:

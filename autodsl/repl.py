@@ -92,6 +92,7 @@ class Repl:
         self.out = out
         self.progress = progress          # a progress.ProgressLine when stderr is a terminal
         self.accepted: list[str] = []     # what :save writes
+        self.inputs = 0                   # inputs so far, commands included: the third is `<input 3>`
         self.done = False
         self.commands = {
             ":help": self.cmd_help, ":vars": self.cmd_vars, ":info": self.cmd_info,
@@ -117,6 +118,7 @@ class Repl:
         stripped = text.strip()
         if not stripped:
             return
+        self.inputs += 1
         LANGUAGE[0] += 1        # the REPL is the language: no error takes a Python caller's position
         try:
             if stripped.startswith(":"):
@@ -136,15 +138,21 @@ class Repl:
         finally:
             LANGUAGE[0] -= 1
 
-    def run_source(self, text: str, filename: str = "<input>"):
+    @property
+    def input_name(self) -> str:
+        """The source name of the input being run: ``<input 3>`` for the third (errors, positions)."""
+        return f"<input {self.inputs or 1}>"
+
+    def run_source(self, text: str, filename: str | None = None):
         """``session.run(text)``; on Ctrl-C undo the input's bindings, in-place writes and .grad changes.
 
+        ``filename``: the source name in positions (default: this input's, ``<input 3>``).
         A DSLError keeps the script semantics (bindings made before the failing
         statement stay); only an interrupt rolls the whole input back.
         """
         from .autograd.journal import transaction
         session = self.session
-        program = session.parse(text, filename)       # a syntax error runs nothing
+        program = session.parse(text, filename or self.input_name)       # a syntax error runs nothing
         snapshot = dict(session.namespace)
         trace, dtype, anomaly = session.trace, session.dtype, session.anomaly
         error = value = None
@@ -171,7 +179,7 @@ class Repl:
         echo = session.echo
         session.echo = False
         try:
-            program = session.parse(expr, "<input>")
+            program = session.parse(expr, self.input_name)
             if len(program.body) != 1 or type(program.body[0]).__name__ != "ExprStmt":
                 raise ValueError_(f"expected one expression, such as a variable name, not {expr!r}")
             return self.run_source(expr)
@@ -199,7 +207,7 @@ class Repl:
         full = self.resolve(name)
         if full is not None:
             # what a command starts (the backward of :step) is "at" the command, not at a Python frame
-            token = SOURCE_POS.set(("<input>", 1, 1, text))
+            token = SOURCE_POS.set((self.input_name, 1, 1, text))
             try:
                 self.commands[full](arg.strip())
             finally:

@@ -5,7 +5,7 @@ from .autograd import watch
 from .autograd.engine import GraphTask
 from .autograd.stepper import BackwardStepper
 from .errors import AutogradError, TypeError_
-from .graphview import names_by_id
+from .graphview import names_by_id, user_names
 from .tensor import Tensor, make_seeds
 
 __all__ = ["step", "BackwardStepper"]
@@ -18,7 +18,8 @@ def step(tensor, gradient=None, retain_graph=None, create_graph=False, names=Non
     sent, the ready queue and each waiting node's remaining dependency count;
     ``s.next(5)`` runs five; ``s.finish()`` runs the rest and writes ``.grad`` like
     ``backward()``; ``s.abort()`` drops the pass, leaving every ``.grad`` as it was.
-    ``names``: variable names for the display ({name: tensor}; a Session supplies its own).
+    ``names``: variable names for the display ({name: tensor}); without it, a Session's
+    variables, or from Python the caller's (its local and global tensors).
 
     Raises TypeError_ when ``tensor`` is not a tensor, and what ``backward()`` raises for
     bad roots (a non-scalar tensor without ``gradient``, a tensor that does not require grad).
@@ -38,7 +39,7 @@ def step(tensor, gradient=None, retain_graph=None, create_graph=False, names=Non
                 "values are gone), so it cannot be stepped through; pass retain_graph=true to that "
                 "backward, or compute the tensor again")
     task = GraphTask(seeds, retain_graph, create_graph, targets=None, accumulate=True)
-    stepper = BackwardStepper(task, names_by_id(names))
+    stepper = BackwardStepper(task, names_by_id(user_names(names)))
     stepper.record = watch.last_backward()      # GraphTask noted itself: why() sees a paused pass
     stepper._note()
     return stepper

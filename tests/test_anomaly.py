@@ -249,7 +249,7 @@ def test_repl_anomaly_command(capsys):
     text = out.getvalue()
     err = capsys.readouterr().err
     assert text.splitlines()[:3] == ["anomaly off", "anomaly on (warn once per site)", "anomaly on (raise an error)"]
-    assert "<input>:1:5: anomaly: log at 1:5 `log(tensor(0.0))` produced -inf from finite inputs" in text
+    assert "<input 5>:1:5: anomaly: log at <input 5>:1:5 `log(tensor(0.0))` produced -inf from finite inputs" in text
     assert err.count("warning: anomaly") == 1
     assert "usage: :anomaly on|off|raise" in text
     assert "anomaly(false)" in r.accepted and 'anomaly(true, mode="raise")' in r.accepted

@@ -83,3 +83,105 @@ def test_errors_inside_a_session_keep_the_scripts_position():
         s.run("a = tensor([1.0, 2.0])\nb = a + tensor([1.0, 2.0, 3.0])\n", "x.ad")
     e = info.value
     assert (e.file, e.line, e.column) == ("x.ad", 2, 7) and e.has_position
+
+
+# ---- errors inside user functions say where they were called -----------------------------------
+
+NESTED = """def inner(a) {
+    return a @ 2
+}
+def outer(b) {
+    c = b * 2
+    return inner(c)
+}
+w = tensor([1.0, 2.0], requires_grad=true)
+y = outer(w)
+"""
+
+
+def test_error_in_nested_functions_lists_the_calls_innermost_first():
+    e = error_of(NESTED)
+    assert (e.file, e.line, e.column) == ("t.ad", 2, 14)          # the line in the body
+    assert e.calls == ["in inner(), called at 6:12 `inner(c)`", "in outer(), called at 9:5 `outer(w)`"]
+    assert e.render().splitlines() == [
+        "t.ad:2:14: `@` (matrix product) needs two tensors; use `*` to multiply by a number",
+        "        return a @ 2",
+        "                 ^",
+        "  in inner(), called at 6:12 `inner(c)`",
+        "  in outer(), called at 9:5 `outer(w)`",
+    ]
+
+
+def test_no_call_context_outside_functions_and_for_argument_errors():
+    e = error_of(SETUP + "z = x + y\n")
+    assert e.calls == [] and len(e.render().splitlines()) == 3
+    e = error_of("def f(a) { return a }\nf(1, 2)\n")          # wrong arguments: the body never ran
+    assert e.calls == [] and e.line == 2 and "takes 1 argument but 2 were given" in e.message
+
+
+def test_a_call_from_another_file_names_it():
+    s = ad.Session(echo=False)
+    s.run("def f(a) {\n    return a + nope\n}\n", "lib.ad")
+    with pytest.raises(ad.NameError_) as info:
+        s.run("x = 1\nf(x)\n", "main.ad")
+    assert info.value.render().splitlines()[0].startswith("lib.ad:2:16: `nope` is not defined")
+    assert info.value.calls == ["in f(), called at main.ad:2:1 `f(x)`"]
+
+
+def test_a_function_run_by_a_builtin_or_by_python():
+    s = ad.Session(echo=False)
+    with pytest.raises(ad.DSLError) as info:
+        s.run("def g(w) { return w.sum() @ 2 }\nx = tensor([1.0], requires_grad=true)\ncheck(g, [x])\n", "c.ad")
+    assert info.value.calls == ["in g(), called by `check(g, [x])` at 3:1"]
+    import inspect
+    with pytest.raises(ad.DSLError) as info:
+        line = inspect.currentframe().f_lineno + 1
+        s["g"](s["x"])
+    assert info.value.calls == [f"in g(), called from Python at test_errors.py:{line}"]
+    assert info.value.has_position and info.value.file == "c.ad"
+
+
+def test_a_hook_that_raises_during_backward_says_which_backward_ran_it():
+    s = ad.Session(echo=False)
+    src = ("def bad(g) {\n    return g @ g\n}\n"
+           "x = tensor(2.0, requires_grad=true)\nx.grad = tensor(5.0)\n"
+           "h = x.register_hook(bad)\ny = x * 3\n\ny.backward()\n")
+    with pytest.raises(ad.DSLError) as info:
+        s.run(src, "h.ad")
+    e = info.value
+    assert (e.file, e.line) == ("h.ad", 2)
+    assert e.render().splitlines()[1:] == [
+        "        return g @ g",
+        "                 ^",
+        "  in the hook bad() on `x`, run by `y.backward()` at 9:1",
+    ]
+    assert s["x"].grad.item() == 5.0                       # the failed backward wrote nothing
+    s.run("h.remove()\ny.backward()")
+    assert s["x"].grad.item() == 8.0
+
+
+def test_recursion_too_deep_gives_a_short_clean_message():
+    e = error_of("def f(n) { return f(n + 1) }\nf(0)\n")
+    assert isinstance(e, ad.RuntimeError_)
+    assert len(e.calls) == 200
+    assert e.render().splitlines() == [
+        "t.ad:1:19: too many nested calls of user functions (more than 200) while calling `f`: "
+        "does it call itself without ever stopping?",
+        "    def f(n) { return f(n + 1) }",
+        "                      ^^^^^^^^",
+        "  in f(), called at 1:19 `f(n + 1)` (199 times)",
+        "  in f(), called at 2:1 `f(0)`",
+    ]
+    # two functions calling each other: the innermost calls, a count, and the outermost
+    e = error_of("def a(n) { return b(n) }\ndef b(n) { return a(n) + nope }\nx = 1\na(x)\n")
+    assert e.message.startswith("too many nested calls")
+    e = error_of("def a(n) { if n > 0 { return b(n - 1) }; return nope }\n"
+                 "def b(n) { return a(n) }\na(7)\n")
+    assert e.render().splitlines()[3:] == [
+        "  in a(), called at 2:19 `a(n)`",
+        "  in b(), called at 1:30 `b(n - 1)`",
+        "  in a(), called at 2:19 `a(n)`",
+        "  in b(), called at 1:30 `b(n - 1)`",
+        "  ... 10 more",                # 15 calls: a(7), b(6), a(6), ..., a(0)
+        "  in a(), called at 3:1 `a(7)`",
+    ]

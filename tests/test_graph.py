@@ -153,8 +153,9 @@ def test_leaves_as_roots():
     w = ad.tensor(2.0, requires_grad=True)
     assert str(ad.graph(w, names={"w": w})) == "AccumulateGrad(w)  scalar  2.0  leaf  requires_grad"
     c = ad.tensor([1.0, 2.0])
-    text = str(ad.graph(c))
+    text = str(ad.graph(c, names={}))        # no names: not the caller's variables
     assert text.startswith("tensor  (2,)  [1., 2.]  leaf  requires_grad=false")
+    assert str(ad.graph(c)).startswith("c  (2,)  [1., 2.]  leaf  requires_grad=false")
     assert "c" in str(ad.graph(c, names={id(c): "c"})).split()[0]
     assert "digraph" in ad.dot(c) and "digraph" in ad.dot(w)
 

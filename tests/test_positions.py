@@ -65,7 +65,9 @@ def test_chain_rule_node_positions_and_texts():
     assert got == {
         "PowBackward#1": ("pos.ad", 5, 5, "(w2*(w1*x^2+b))^3"),
         "MulBackward#1": ("pos.ad", 5, 8, "w2*(w1*x^2+b)"),     # column of the `*`
-        "AccumulateGrad(leaf scalar)": None,                    # three leaves, one label without names
+        "AccumulateGrad(leaf scalar #1)": None,                 # three unnamed leaves, numbered in walk
+        "AccumulateGrad(leaf scalar #2)": None,                 # order: w2, w1, b
+        "AccumulateGrad(leaf scalar #3)": None,
         "AddBackward#1": ("pos.ad", 5, 16, "w1*x^2+b"),
         "MulBackward#2": ("pos.ad", 5, 12, "w1*x^2"),
     }

@@ -179,14 +179,14 @@ def test_syntax_error_is_shown_at_its_column_before_anything_runs():
 
 def test_syntax_error_through_handle_has_a_caret():
     r, text = run_lines("y = 1", "y = (2 +* 3)")
-    assert "<input>:1:" in text and "^" in text
+    assert "<input 2>:1:9: unexpected `*`" in text and "^" in text
     assert r.session["y"] == 1
 
 
 def test_runtime_error_keeps_the_loop_and_earlier_bindings():
     _, text, s = drive("a = 1; b = tensor([1.0, 2.0]) + tensor([1.0, 2.0, 3.0]); c = 3" + ENTER
                        + "a + 1" + ENTER + ":q" + ENTER)
-    assert "<input>:1:" in text and "^" in text
+    assert "<input 1>:1:" in text and "^" in text
     assert "Traceback" not in text
     assert "2" in text.splitlines()
     assert s["a"] == 1 and "c" not in s.namespace
@@ -377,6 +377,7 @@ def test_save_writes_a_script_that_reproduces_the_session(tmp_path):
     assert f"saved 6 inputs to {out}" in text
     saved = out.read_text()
     assert "bad" not in saved
+    assert "<input" not in saved and saved.startswith("# autodsl session, saved by :save\nw = tensor(")
     fresh = autodsl.Session(out=io.StringIO())
     try:
         fresh.run(saved, str(out))
@@ -387,6 +388,55 @@ def test_save_writes_a_script_that_reproduces_the_session(tmp_path):
     assert fresh["w"].grad.tolist() == [2.0, 4.0]
     _, text = run_lines(":save /nonexistent/dir/x.ad")
     assert "cannot write /nonexistent/dir/x.ad" in text
+
+
+def test_inputs_are_numbered_in_errors_and_positions(tmp_path):
+    # commands count: the third thing typed is <input 3>
+    r, text = run_lines("a = tensor(1.0, requires_grad=true)", ":vars", "b = a + nope",
+                        "c = a * 2", ":info c", ":graph c * 3", "c.backward()")
+    lines = text.splitlines()
+    assert lines[2].startswith("<input 3>:1:9: `nope` is not defined")    # after the :vars table
+    assert "made at        <input 4>:1:7 `a * 2`" in lines                   # :info
+    assert "MulBackward#1 at <input 6>:1:3 `c * 3`" in text                  # :graph of an expression
+    r, text = run_lines("w = tensor(2.0, requires_grad=true)", "y = w * w", ":trace on", "y.backward()")
+    assert "step 1  MulBackward#1 at <input 2>:1:7 `w * w`  deps 0 (root)" in text
+    assert r.input_name == "<input 4>" and r.inputs == 4
+    # a :load-ed file keeps its name; the inputs around it go on counting
+    script = tmp_path / "lib.ad"
+    script.write_text("q = tensor([1.0, 2.0])\nz = q + tensor([1.0, 2.0, 3.0])\n")
+    r, text = run_lines("x = 1", f":load {script}", "x + nope")
+    assert text.splitlines()[0].startswith(f"{script}:2:7: add: shapes (2,) and (3,) do not broadcast")
+    assert "<input 3>:1:5: `nope` is not defined" in text
+
+
+def test_version_error_names_the_inputs_of_the_save_and_the_write():
+    r, text = run_lines("w = tensor([1.0, 2.0], requires_grad=true)", "x = w * 1", "y = x * x",
+                        "x += 1", "y.sum().backward()", ":why x")
+    lines = text.splitlines()
+    assert lines[0].startswith("<input 5>:1:1: `x` (shape (2,)) was modified in place after MulBackward saved it "
+                               "for backward: MulBackward (made at <input 3>:1:7 `x * x`) saved it at version 0, "
+                               "and the in-place write at <input 4>:1:1 `x += 1` changed it to version 1.")
+    assert lines[1:3] == ["    y.sum().backward()", "    ^^^^^^^^^^^^^^^^^^"]
+    assert "it was made by AddBackward at <input 4>:1:1 `x += 1`" in text      # :why
+    assert r.session["w"].grad is None                   # the failed backward wrote nothing
+
+
+def test_error_in_a_function_says_where_it_was_called():
+    r, text = run_lines("def f(a) {\n    return a @ 2\n}", "def g(b) { return f(b * 2) }",
+                        "w = tensor([1.0, 2.0], requires_grad=true)", "g(w)")
+    assert text.splitlines() == [
+        "<input 1>:2:14: `@` (matrix product) needs two tensors; use `*` to multiply by a number",
+        "        return a @ 2",
+        "                 ^",
+        "  in f(), called at <input 2>:1:19 `f(b * 2)`",
+        "  in g(), called at <input 4>:1:1 `g(w)`",
+    ]
+    # a hook run by a backward that a command steps
+    r, text = run_lines("def bad(g) { return g @ g }", "x = tensor(2.0, requires_grad=true)",
+                        "h = x.register_hook(bad)", "y = x * 3", "y.backward()", ":step y", ":next", ":next")
+    assert "  in the hook bad() on `x`, run by `y.backward()` at <input 5>:1:1" in text.splitlines()
+    assert "  in the hook bad() on `x`, run by `:next` at <input 8>:1:1" in text.splitlines()
+    assert r.session["x"].grad is None
 
 
 def test_reset():
@@ -549,7 +599,7 @@ def test_real_program_in_a_pseudo_terminal(tmp_path):
         child.expect_exact("4.0")
         child.expect_exact(">>>")
         child.send("y = tensor([1.0, 2.0]) + tensor([1.0, 2.0, 3.0])\r")
-        child.expect("<input>:1:")
+        child.expect_exact("<input 2>:1:")
         child.expect_exact(">>>")
         # a long loop shows a progress bar after about a second; Ctrl-C stops it and undoes it
         child.send("k = 1; for i in range(10000000) { k = i }\r")
@@ -580,7 +630,7 @@ def test_commands_call_the_builtins_even_when_a_variable_shadows_them(tmp_path):
 
 def test_graph_of_an_expression_points_at_what_was_typed():
     r, text = run_lines("a = tensor(1.0, requires_grad=true)", ":graph a * 2 + 1")
-    assert "AddBackward#1 at 1:7" in text and "MulBackward#1 at 1:3" in text
+    assert "AddBackward#1 at <input 2>:1:7" in text and "MulBackward#1 at <input 2>:1:3" in text
 
 
 def test_command_argument_that_is_not_one_expression():

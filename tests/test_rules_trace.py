@@ -330,9 +330,9 @@ def test_indexing_builds_the_same_records_and_follows_the_names():
         t[7]
     assert t[2]["node"] == "AccumulateGrad(w2)"
     t.names = {}                                  # labels are recomputed for new names
-    assert t[2]["node"] == "AccumulateGrad(leaf scalar)" and t[2]["leaf"] is None
-    assert t[1]["node"] == "MulBackward#1"
-    assert "AccumulateGrad(leaf scalar)" in t.format()
+    assert t[2]["node"] == "AccumulateGrad(leaf scalar #1)" and t[2]["leaf"] is None    # w2: unnamed leaves
+    assert t[1]["node"] == "MulBackward#1"                                              # are numbered
+    assert "AccumulateGrad(leaf scalar #3)" in t.format()
 
 
 def test_trace_of_a_string_is_an_error_not_on():

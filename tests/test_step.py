@@ -200,7 +200,7 @@ def test_version_error_between_step_and_next_leaves_grad_untouched():
     con.do(":step y")
     con.do("b += 1")                      # d = a * b saved b
     first = con.do(":next")               # y = d + c saves nothing
-    assert "step 1  AddBackward#1 at 1:7 `d + c`" in first
+    assert "step 1  AddBackward#1 at <input 6>:1:7 `d + c`" in first
     err = con.do(":next")                 # d = a * b reads b
     assert "`b`" in err and "was modified in place after MulBackward saved it" in err
     assert "changed it to version 1" in err
@@ -256,7 +256,7 @@ def test_a_bad_step_keeps_the_one_being_stepped():
     assert "needs a gradient of that shape" in con.do(":step v")
     assert "not defined" in con.do(":step nothere")
     shown = con.do(":next")
-    assert "step 2  MulBackward#1 at 1:7 `a * b`" in shown     # the first pass goes on where it was
+    assert "step 2  MulBackward#1 at <input 5>:1:7 `a * b`" in shown     # the first pass goes on where it was
 
 
 def test_the_state_names_the_commands_in_the_repl_and_the_methods_elsewhere():

@@ -426,7 +426,7 @@ def test_repl_why():
         r.handle(line)
     text = out.getvalue()
     assert "w.grad is 0" in text
-    assert "ReluBackward#1 (`h`) at 1:5 `relu(w * 2)` got 1.0 and sent 0.0 towards `w * 2`" in text
+    assert "ReluBackward#1 (`h`) at <input 2>:1:5 `relu(w * 2)` got 1.0 and sent 0.0 towards `w * 2`" in text
     assert "usage: :why x" in text
 
 
@@ -444,11 +444,11 @@ def test_a_stepped_backward_that_is_paused_or_aborted():
     do("f = w^3")
     do(":step f")
     do(":next")
-    assert do(":why w") == ("w.grad is none: the last backward() (from `f`, at 1:1 `:step f`) is paused "
+    assert do(":why w") == ("w.grad is none: the last backward() (from `f`, at <input 3>:1:1 `:step f`) is paused "
                             "(step(), :step): .grad is written when it finishes (:continue, or .finish() "
                             "on the stepper)\n")      # at the command, not at a Python frame
     do(":abort")
-    assert do(":why w").startswith("w.grad is none: the last backward() (from `f`, at 1:1 `:step f`) was "
+    assert do(":why w").startswith("w.grad is none: the last backward() (from `f`, at <input 3>:1:1 `:step f`) was "
                                    "aborted")
     assert r.session.run("why(w).reason") == "step_aborted"
     do(":step f")

@@ -79,14 +79,18 @@ def pos_text(pos) -> str | None:
 
 def format_pos(pos, *, text: bool = True, file: bool = False) -> str:
     """``line:col`` (``file:line:col`` with ``file=True``, ``file:line`` for Python callers),
-    followed by the source text in backquotes when ``text``; "" when ``pos`` is None."""
+    followed by the source text in backquotes when ``text``; "" when ``pos`` is None.
+
+    A REPL input (file ``<input 3>``) always shows its name, ``<input 3>:1:7``: every
+    input is line 1, so without it positions from different inputs look the same."""
     if not pos or pos[1] is None:
         return ""
     fname, line, col = pos[0], pos[1], pos[2]
     if col is None:         # a Python caller: the file is the useful part
         where = f"{os.path.basename(fname) if fname else '<python>'}:{line}"
     else:
-        where = f"{fname}:{line}:{col}" if file and fname else f"{line}:{col}"
+        show = fname and (file or fname.startswith("<input "))
+        where = f"{fname}:{line}:{col}" if show else f"{line}:{col}"
     if text:
         t = pos_text(pos)
         if t:

@@ -4,6 +4,12 @@ The engine asks ``new_recorder()`` for a recorder at the start of each
 backward; it gets None (and records nothing) unless tracing is on or a sink
 (a Session) wants the trace. Records hold node names, dependency counts and
 gradient tensors; the text is built only when the trace is printed.
+
+Leaves are shown by the variables that hold them: a Session sets ``Trace.names``
+from its namespace; from the Python API, ``Recorder.finish`` keeps copies of the
+caller's globals and locals (the frame that called ``backward()`` or ``grad()``),
+read only when the trace is shown (``LazyNames``). An untraced backward makes no
+Recorder, so it never walks frames.
 """
 from __future__ import annotations
 
@@ -15,11 +21,12 @@ import numpy as np
 from .. import backend
 from ..errors import AutogradError
 from ..textfmt import format_array
+from . import watch
 from .node import format_pos, pos_text
 from .rules import operand_names, rule_text, scalar_values, with_numbers, with_operands
 
 __all__ = ["Trace", "Step", "trace", "tracing", "is_trace_enabled", "set_trace_enabled",
-           "last_trace", "new_recorder", "walk", "node_labels", "leaf_label"]
+           "last_trace", "new_recorder", "walk", "node_labels", "leaf_label", "leaf_labels", "LazyNames"]
 
 _enabled: ContextVar[bool] = ContextVar("autodsl_trace_enabled", default=False)
 _sink: ContextVar = ContextVar("autodsl_trace_sink", default=None)
@@ -178,6 +185,8 @@ class Recorder:
             elif numbers:
                 st.values = scalar_values(st.node)
         tr = Trace(self.steps, self.create_graph)
+        if watch.NAMES.get() is None:       # the Python API (a Session names leaves in its sink)
+            tr.names = LazyNames(*watch.frame_namespaces(watch.caller_frame()))
         _last[0] = tr
         sink = _sink.get()
         if sink is not None:
@@ -210,7 +219,9 @@ class Trace:
     """The record of one backward pass; ``str()`` gives the text a student reads.
 
     ``steps``: the nodes in the order they ran. ``names``: optional
-    ``{id(tensor): "w1"}`` so that leaves are shown by their variable names.
+    ``{id(tensor): "w1"}`` so that leaves are shown by their variable names (a
+    Session's variables; from Python, the variables of the code that called
+    ``backward()``: a ``LazyNames``). Unnamed leaves of one shape are numbered.
     """
 
     def __init__(self, steps, create_graph=False):
@@ -236,8 +247,7 @@ class Trace:
             base = self._base_labels = node_labels(roots)
             self._leaf_nodes = [n for n in base if isinstance(n, AccumulateGrad)]
         labels = dict(base)
-        for n in self._leaf_nodes:
-            labels[n] = leaf_label(n.variable, self.names)
+        labels.update(leaf_labels(self._leaf_nodes, self.names))
         return labels
 
     def format(self) -> str:
@@ -405,23 +415,99 @@ def leaf_label(tensor, names=None) -> str:
     return f"AccumulateGrad({nm})" if nm else f"AccumulateGrad(leaf {_shape(tensor.shape)})"
 
 
+def leaf_labels(leaves, names=None) -> dict:
+    """{AccumulateGrad node: label} for ``leaves`` (in walk order): ``leaf_label``, except
+    that unnamed leaves sharing a label are numbered in that order so that each label
+    names one leaf: ``AccumulateGrad(leaf 2 #1)``, ``AccumulateGrad(leaf 2 #2)``."""
+    labels = {n: leaf_label(n.variable, names) for n in leaves}
+    seen = {}
+    for lab in labels.values():
+        seen[lab] = seen.get(lab, 0) + 1
+    shared = {lab for lab, k in seen.items() if k > 1 and lab.startswith("AccumulateGrad(leaf ")}
+    if shared:
+        count = {}
+        for n, lab in labels.items():
+            if lab in shared:
+                k = count[lab] = count.get(lab, 0) + 1
+                labels[n] = f"{lab[:-1]} #{k})"
+    return labels
+
+
+class LazyNames(dict):
+    """{id(tensor): variable name} from ``{name: value}`` namespaces (later ones win for a
+    name: locals after globals), built when first read: a trace is kept at every traced
+    backward but read only when shown. The namespaces are the caller's copies, so the
+    names are those of the moment of the backward, and the tensors named stay alive
+    while the trace is kept (an id then names no other object)."""
+
+    def __init__(self, *namespaces):
+        super().__init__()
+        self._namespaces = namespaces
+
+    def _fill(self):
+        if self._namespaces is not None:
+            for k, v in watch.named_tensors(*self._namespaces).items():
+                self[id(v)] = k
+            self._namespaces = None
+
+    def get(self, key, default=None):
+        self._fill()
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        self._fill()
+        return super().__getitem__(key)
+
+    def __contains__(self, key):
+        self._fill()
+        return super().__contains__(key)
+
+    def __len__(self):
+        self._fill()
+        return super().__len__()
+
+    def __iter__(self):
+        self._fill()
+        return super().__iter__()
+
+    def keys(self):
+        self._fill()
+        return super().keys()
+
+    def values(self):
+        self._fill()
+        return super().values()
+
+    def items(self):
+        self._fill()
+        return super().items()
+
+    def __repr__(self):
+        self._fill()
+        return super().__repr__()
+
+
 def node_labels(roots, names=None) -> dict:
     """{node: label} for everything reachable from ``roots``: ``MulBackward#1``,
     ``MulBackward#2``, ... numbered per name in the order of ``walk(roots)``, and
-    ``AccumulateGrad(w1)`` for leaves (``names``: {id(tensor): variable name}).
+    ``AccumulateGrad(w1)`` for leaves (``names``: {id(tensor): variable name});
+    unnamed leaves of one shape are numbered too (``leaf_labels``).
 
     The trace and ``autodsl.graphview`` both use it, so they name nodes alike.
     """
     from .node import AccumulateGrad  # noqa: PLC0415
     labels = {}
     counts = {}
+    leaves = []
     for node in walk(roots):
         if isinstance(node, AccumulateGrad):
-            labels[node] = leaf_label(node.variable, names)
+            labels[node] = None         # (its place in walk order; labelled below)
+            leaves.append(node)
         else:
             k = counts.get(node.name, 0) + 1
             counts[node.name] = k
             labels[node] = f"{node.name}#{k}"
+    labels.update(leaf_labels(leaves, names))
     return labels
 
 

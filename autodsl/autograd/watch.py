@@ -29,7 +29,8 @@ from . import anomaly as _anomaly
 from .node import SOURCE_POS, caller_pos
 
 __all__ = ["NAMES", "LAST", "IN_PASS", "LastBackward", "last_backward", "note_backward", "after_op",
-           "note_write", "write_record", "breaks_from", "all_breaks", "made_by", "Break", "names_of", "quiet"]
+           "note_write", "write_record", "breaks_from", "all_breaks", "made_by", "Break", "names_of", "quiet",
+           "caller_frame", "caller_namespace", "named_tensors", "frame_namespaces", "is_tensor"]
 
 NAMES: ContextVar = ContextVar("autodsl_tensor_names", default=None)
 
@@ -45,7 +46,7 @@ def names_of(tensor=None, counter=None, data=None) -> list[str]:
     tensors sharing its version ``counter`` (views, detached aliases), from ``NAMES``."""
     provider = NAMES.get()
     try:
-        ns = provider() if provider is not None else _caller_namespace()
+        ns = provider() if provider is not None else caller_namespace()
     except Exception:  # noqa: BLE001 - a name is a nicety
         return []
     exact, alias = [], []
@@ -61,14 +62,51 @@ def names_of(tensor=None, counter=None, data=None) -> list[str]:
     return exact + alias
 
 
-def _caller_namespace() -> dict:
-    """The local variables of the first frame outside autodsl (the Python API user's code)."""
+def caller_frame():
+    """The first frame outside autodsl (the Python API user's code), or None."""
     import sys  # noqa: PLC0415
     from .node import _PACKAGE_DIR  # noqa: PLC0415
     f = sys._getframe(1)
-    while f is not None and f.f_code.co_filename.startswith(_PACKAGE_DIR):
+    while f is not None and (f.f_code.co_filename.startswith(_PACKAGE_DIR)
+                             or f.f_code.co_filename.startswith("<frozen ")):     # runpy: not the user's
         f = f.f_back
-    return {} if f is None else dict(f.f_locals)
+    return f
+
+
+def is_tensor(v) -> bool:
+    """True for an autodsl tensor (autograd cannot import ``autodsl.tensor``: the class is
+    recognised by name, on the type, so no module's ``__getattr__`` runs; a torch tensor is not one)."""
+    return any(c.__name__ == "Tensor" and c.__module__ == "autodsl.tensor" for c in type(v).__mro__)
+
+
+def named_tensors(*namespaces) -> dict:
+    """``{name: tensor}`` from ``{name: value}`` dicts, later ones winning for a name (locals
+    after globals); names starting with ``_`` (``_``, IPython's ``_1``) are left out."""
+    merged = {}
+    for ns in namespaces:
+        merged.update(ns)
+    return {k: v for k, v in merged.items()
+            if isinstance(k, str) and not k.startswith("_") and is_tensor(v)}
+
+
+def frame_namespaces(frame) -> tuple:
+    """Copies of ``frame``'s globals and locals (two dict copies: cheap; the names as they are now)."""
+    if frame is None:
+        return ()
+    g = frame.f_globals
+    loc = frame.f_locals
+    return (dict(g),) if loc is g else (dict(g), dict(loc))
+
+
+def caller_namespace() -> dict:
+    """``{name: tensor}`` of the Python API user's code: the global, then the local variables
+    (a local wins) of the first frame outside autodsl. Only tensors; names starting with ``_``
+    are left out. Used when no Session supplies names: ``why``, ``explain``, ``graph``,
+    ``dot``, ``step``, version errors, and the backward trace (``trace.Recorder.finish``)."""
+    return named_tensors(*frame_namespaces(caller_frame()))
+
+
+_caller_namespace = caller_namespace      # the name explain.py and why.py use
 
 
 # -- the last backward --------------------------------------------------------------------------

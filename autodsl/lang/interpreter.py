@@ -12,7 +12,10 @@ node only ``name`` and ``next_functions``; nothing whose name starts with `_`.
 
 Errors are translated once, here: a DSLError gets the position of the
 innermost AST node it passed through (``with_position`` keeps an existing
-one); any other Python exception becomes the closest DSLError subclass.
+one); any other Python exception becomes the closest DSLError subclass. An
+error leaving a user function's body gets a line saying where that call was
+(``DSLError.calls``: ``in f(), called at 7:5 `f(w)```, or for a tensor hook
+``in the hook f() on `x`, run by `y.backward()` at 9:1``).
 
 Statement lists are walked by loops and `+ - * / @` chains are flat, so long
 scripts and 3000-term sums need no deep recursion; user-function recursion is
@@ -34,6 +37,7 @@ from .values import (describe, describe_value, number_pow, param_text, suggest, 
                      truth)
 
 from ..autograd.node import SOURCE_POS  # the language records where each graph node came from
+from ..autograd.node import caller_pos, format_pos
 from ..autograd.node import Node as _GraphNode
 
 __all__ = ["Interpreter", "UserFunction", "Scope", "MAX_CALL_DEPTH", "translate_exception",
@@ -165,10 +169,14 @@ class Interpreter:
 
     def _pos_token(self, node: A.Node):
         """Set SOURCE_POS to ``node``'s position and text (cached on the node: loops re-run it)."""
+        return SOURCE_POS.set(self._node_pos(node))
+
+    def _node_pos(self, node: A.Node) -> tuple:
+        """``node``'s ``(file, line, column, text)`` in the current source, cached on the node."""
         pos = node.__dict__.get("_pos")
         if pos is None:
             pos = node._pos = self._make_pos(node.line, node.column, node.line, node.column, node.end_column)
-        return SOURCE_POS.set(pos)
+        return pos
 
     def _make_pos(self, line, column, start_line, start_column, end_column):
         """``(file, line, column, text)``: text is the source from the start to ``end_column``
@@ -610,6 +618,8 @@ class Interpreter:
             return self.call_user(func, args, kwargs, node)
         if not callable(func) or isinstance(func, (Tensor, type)):
             raise TypeError_(f"{describe(func)} is not a function and cannot be called")
+        if getattr(func, "__name__", None) == "register_hook" and isinstance(getattr(func, "__self__", None), Tensor):
+            args, kwargs = self._hook_args(args, kwargs, node)
         tok = self._pos_token(node) if node is not None else None
         try:
             return func(*args, **kwargs)
@@ -646,7 +656,43 @@ class Interpreter:
             return TypeError_(f"wrong arguments for {name}(): {why}; it accepts ({param_text(sig)})")
         return translate_exception(err)
 
-    def call_user(self, fn: UserFunction, args: list, kwargs: dict, node: A.Node | None = None):
+    def _hook_args(self, args: list, kwargs: dict, node: A.Call | None):
+        """``x.register_hook(f)`` with a user function: register it wrapped, so that an error in
+        it says it ran as the hook on `x` (see ``call_user``)."""
+        on = None
+        if node is not None and isinstance(node.func, A.Attribute) and self.source is not None:
+            obj = node.func.obj
+            text = self.source.line_text(obj.line)
+            if text and obj.end_column and obj.line == node.func.line and obj.end_column - obj.column <= 30:
+                on = text[obj.column - 1: obj.end_column - 1].strip() or None
+        if args and isinstance(args[0], UserFunction):
+            args = [_Hook(args[0], on)] + list(args[1:])
+        elif isinstance(kwargs.get("hook"), UserFunction):
+            kwargs = dict(kwargs, hook=_Hook(kwargs["hook"], on))
+        return args, kwargs
+
+    def _call_line(self, fn: UserFunction, site, called_here: bool, hook, err: DSLError) -> str:
+        """One call-context line for an error leaving ``fn``: where it was called (``site``: the
+        call's position; else SOURCE_POS's when the call came from a built-in or a backward)."""
+        if hook is False:
+            name, verb = f"{fn.name}()", "called by"
+        else:
+            name, verb = f"the hook {fn.name}()" + (f" on `{hook}`" if hook else ""), "run by"
+        if site is None or site[1] is None:         # called from Python, outside the language
+            where = format_pos(caller_pos(), text=False)
+            return f"in {name}, called from Python" + (f" at {where}" if where else "")
+        if called_here:             # a call written in the language: `f(w)`
+            return f"in {name}, called at {format_pos(site, file=site[0] != err.file)}"
+        text = site[3] if site[2] is not None else None
+        where = format_pos(site, text=False, file=site[0] != err.file)
+        return f"in {name}, {verb} " + (f"`{text}` at {where}" if text else where)
+
+    def call_user(self, fn: UserFunction, args: list, kwargs: dict, node: A.Node | None = None,
+                  hook=False):
+        """Run ``fn``'s body in a new scope. ``node``: the call in the language (None when a
+        built-in or Python calls it); ``hook``: the tensor's text when it runs as a tensor hook
+        (None if unknown; False when it is no hook). An error leaving the body gets a line
+        saying where the call was (``DSLError.calls``)."""
         if self.depth >= self.max_depth:
             raise RuntimeError_(f"too many nested calls of user functions (more than {self.max_depth}) "
                                 f"while calling `{fn.name}`: does it call itself without ever stopping?")
@@ -668,6 +714,7 @@ class Interpreter:
                 if p not in fn.defaults:
                     raise TypeError_(f"{fn.name}() is missing the argument `{p}`; it is defined as {sig}")
                 local[p] = fn.defaults[p]
+        site = self._node_pos(node) if node is not None and node.line else SOURCE_POS.get()
         saved = (self.scope, self.source)
         self.scope = Scope(local, fn.closure)
         self.source = fn.source or self.source
@@ -677,9 +724,32 @@ class Interpreter:
             return None
         except _Return as r:
             return r.value
+        except DSLError as e:
+            e.add_call(self._call_line(fn, site, node is not None and bool(node.line), hook, e))
+            raise
         finally:
             self.depth -= 1
             self.scope, self.source = saved
+
+
+class _Hook:
+    """A user function registered with ``x.register_hook(f)``: runs it as the hook on `x`."""
+
+    __slots__ = ("fn", "on")
+
+    def __init__(self, fn: UserFunction, on: str | None):
+        self.fn = fn
+        self.on = on
+
+    @property
+    def name(self) -> str:          # what messages about the hook call it
+        return self.fn.name
+
+    def __call__(self, *args, **kwargs):
+        return self.fn._interp.call_user(self.fn, list(args), kwargs, hook=self.on)
+
+    def __repr__(self) -> str:
+        return repr(self.fn)
 
 
 _STMT = {getattr(A, name[5:]): fn for name, fn in vars(Interpreter).items()
