@@ -45,7 +45,7 @@ __all__ = [
     "get_default_dtype", "set_default_dtype", "get_default_device",
     "set_default_device", "defaults", "xp", "check_device", "to_host", "seed",
     "is_floating", "namespace_of", "dtype_of", "device_of", "asarray", "may_share_memory",
-    "scatter_add", "native_dtype", "kind_of", "copy", "unshared", "where", "zero_of", "writeable", "contiguous", "getitem",
+    "scatter_add", "native_dtype", "kind_of", "copy", "ufunc_inplace", "unshared", "where", "zero_of", "writeable", "contiguous", "getitem",
     "setitem", "random_uniform", "random_normal", "ignore_fp_errors", "broadcast_shapes",
     "use_namespace", "namespace_name", "SCALAR_TYPES", "HOST_BOOL", "HOST_INT", "HOST_FLOAT",
     "is_host_array", "scalar_array", "NAMESPACES",
@@ -480,6 +480,32 @@ def where(cond, a, b):
             np.negative(mask, out=mask)             # true -> all bits set, false -> 0
             return np.bitwise_and(a.view(it), mask).view(a.dtype)
     return namespace_of(a).where(cond, a, b)
+
+
+_UFUNCS = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.true_divide}
+
+
+def ufunc_inplace(name: str, arr, other) -> bool:
+    """``arr = arr <name> other`` computed straight into arr's memory (NumPy's ``out=``), where that
+    is exactly what computing a new array and copying it back would give: ``arr`` a writeable
+    floating NumPy array, ``other`` a float (or an int below 2**53) or a NumPy array of arr's dtype
+    that broadcasts to arr's shape. Returns False (and does nothing) otherwise."""
+    if type(arr) is not np.ndarray or arr.dtype.kind != "f" or not arr.flags.writeable:
+        return False
+    to = type(other)
+    if to is np.ndarray:
+        if other.dtype != arr.dtype:
+            return False
+        if other.shape != arr.shape:
+            try:
+                if np.broadcast_shapes(other.shape, arr.shape) != arr.shape:
+                    return False
+            except ValueError:
+                return False
+    elif not (to is float or (to is int and -2**53 < other < 2**53)):
+        return False
+    _UFUNCS[name](arr, other, out=arr)      # NumPy copies first where other overlaps arr
+    return True
 
 
 def unshared(arr, refs: int) -> bool:

@@ -38,9 +38,9 @@ def _to(self, device=None, dtype=None):
     return to_op(self, device=device, dtype=dtype)
 
 
-def _inplace(fn, what):
+def _inplace(fn, what, ufunc=None):
     def method(self, other):
-        return inplace(fn, self, other, what=what)
+        return inplace(fn, self, other, what=what, ufunc=ufunc)
     return method
 
 
@@ -56,8 +56,8 @@ _dunders = {
     "__and__": C.logical_and, "__rand__": _r(C.logical_and),
     "__or__": C.logical_or, "__ror__": _r(C.logical_or), "__invert__": C.logical_not,
     "__getitem__": M.getitem, "__setitem__": _setitem,
-    "__iadd__": _inplace(E.add, "x += ..."), "__isub__": _inplace(E.sub, "x -= ..."),
-    "__imul__": _inplace(E.mul, "x *= ..."), "__itruediv__": _inplace(E.div, "x /= ..."),
+    "__iadd__": _inplace(E.add, "x += ...", "add"), "__isub__": _inplace(E.sub, "x -= ...", "subtract"),
+    "__imul__": _inplace(E.mul, "x *= ...", "multiply"), "__itruediv__": _inplace(E.div, "x /= ...", "divide"),
 }
 
 _methods = {
@@ -77,8 +77,8 @@ _methods = {
     "to": _to,
     "cpu": lambda self: to_op(self, device="cpu"),
     "cuda": lambda self: to_op(self, device="cuda"),
-    "add_": _inplace(E.add, "add_"), "sub_": _inplace(E.sub, "sub_"),
-    "mul_": _inplace(E.mul, "mul_"), "div_": _inplace(E.div, "div_"),
+    "add_": _inplace(E.add, "add_", "add"), "sub_": _inplace(E.sub, "sub_", "subtract"),
+    "mul_": _inplace(E.mul, "mul_", "multiply"), "div_": _inplace(E.div, "div_", "divide"),
 }
 
 install(_dunders)

@@ -346,12 +346,15 @@ def _translate(cls, tensors, e):
     return ValueError_(f"{cls.op_name}: {msg}")
 
 
-def inplace(fn, target: Tensor, *args, what: str = "in-place operation") -> Tensor:
+def inplace(fn, target: Tensor, *args, what: str = "in-place operation", ufunc: str | None = None) -> Tensor:
     """Run ``fn(target, *args)`` and write the result into ``target``'s storage.
 
     Follows PyTorch: refused on a leaf that requires grad (and its views) while
     grad mode is on; bumps the version counter; when recording, the target's
     history becomes the new node (its old value is kept for backward).
+    ``ufunc`` ("add", "subtract", ...): the elementwise op ``fn`` is, so that an
+    update that records nothing (``no_grad { w -= lr * w.grad }``) is computed
+    straight into the storage instead of into a new array that is then copied.
     """
     if target._base is not None and target._base_gen != target._base._gen:
         _refresh_view(target)           # a view made before its base's last in-place op
@@ -375,6 +378,8 @@ def inplace(fn, target: Tensor, *args, what: str = "in-place operation") -> Tens
     if recording:
         out = fn(_snapshot(target), *args)
     else:
+        if ufunc is not None and len(args) == 1 and not _CHECKING[0] and _write_ufunc(ufunc, target, args[0]):
+            return target
         with grad_mode.no_grad():
             out = fn(target, *args)
     _write(target, out, what)
@@ -442,6 +447,27 @@ def _inplace_on_view(fn, view: Tensor, base: Tensor, args, what: str) -> Tensor:
     _move_history(base, inner.grad_fn)
     _refresh_view(view)
     return view
+
+
+def _write_ufunc(name: str, target: Tensor, other) -> bool:
+    """``target <name>= other`` in place through the backend when it can (see backend.ufunc_inplace);
+    the same bookkeeping as ``_write``: undo record, version, where the write happened."""
+    if type(other) is Tensor:
+        if other.device != target.device or other._base is not None and other._base_gen != other._base._gen:
+            return False
+        value = other._data
+    else:
+        value = other
+    record_values(target)
+    if quiet_depth[0]:
+        done = backend.ufunc_inplace(name, target._data, value)
+    else:
+        with ieee():
+            done = backend.ufunc_inplace(name, target._data, value)
+    if done:
+        target._version[0] += 1
+        note_write(target)
+    return done
 
 
 def _write(target: Tensor, out: Tensor, what: str) -> None:
