@@ -154,8 +154,9 @@ class Session:
         out.flush()
 
     def _set_last_trace(self, trace) -> None:
+        from .autograd.trace import LazyNames
         # Name leaves by the variables that hold them, so the trace reads "w1.grad = ...".
-        trace.names = _LeafNames(self.namespace)
+        trace.names = LazyNames(dict(self.namespace))     # built only if the trace is shown
         self.last_trace = trace
 
     def _echo(self, value) -> None:
@@ -219,46 +220,6 @@ class Session:
 
     def __repr__(self) -> str:
         return f"Session(device={self.device!r}, dtype={self.dtype!r}, trace={self.trace})"
-
-
-class _LeafNames(dict):
-    """{id(tensor): variable name}, filled from the namespace only when a trace is printed."""
-
-    def __init__(self, namespace):
-        super().__init__()
-        self._namespace = dict(namespace)
-
-    def _fill(self):
-        if self._namespace is not None:
-            from .tensor import Tensor
-            for k, v in self._namespace.items():
-                if isinstance(v, Tensor):
-                    self[id(v)] = k
-            self._namespace = None
-
-    def get(self, key, default=None):
-        self._fill()
-        return super().get(key, default)
-
-    def __getitem__(self, key):
-        self._fill()
-        return super().__getitem__(key)
-
-    def __contains__(self, key):
-        self._fill()
-        return super().__contains__(key)
-
-    def __len__(self):
-        self._fill()
-        return super().__len__()
-
-    def __iter__(self):
-        self._fill()
-        return super().__iter__()
-
-    def items(self):
-        self._fill()
-        return super().items()
 
 
 def _format(value) -> str:
