@@ -32,7 +32,7 @@ import numpy as np
 from . import backend
 from .autograd.grad_mode import enable_grad
 from .autograd.trace import tracing
-from .autograd.watch import quiet
+from .autograd.watch import caller_namespace, quiet
 from .creation import zeros_like
 from .errors import AutogradError, DTypeError, TypeError_, ValueError_
 from .functional import grad
@@ -321,9 +321,10 @@ class CheckResult:
 
 
 def _names_from_session(inputs) -> list:
-    """The variable names the running Session binds to each input (None where there is none)."""
+    """The variable names the running Session (from Python: the caller) binds to each input
+    (None where there is none)."""
     provider = NAMES.get()
-    namespace = provider() if provider is not None else None
+    namespace = provider() if provider is not None else caller_namespace()    # Python API: the caller's
     out = []
     for t in inputs:
         name = None
@@ -368,7 +369,7 @@ def check(f, inputs, eps=None, atol=None, rtol=None, names=None):
     1e-3 (PyTorch's gradcheck), or 1e-3, 1e-3, 1e-2 when the numeric side runs in
     float32. ``inputs``: a tensor or a list of tensors (floating). ``names``: optional list
     of names for the table; by default the variable names of the running
-    session, else the function's parameter names, else ``input 0``, ...
+    session (from Python: the caller's variables), else the function's parameter names, else ``input 0``, ...
 
     Each row: input, index, analytic, numeric, abs err ``|a - n|``, rel err
     ``|a - n| / max(|a|, |n|)``. An element passes when
@@ -387,10 +388,18 @@ def check(f, inputs, eps=None, atol=None, rtol=None, names=None):
     Example: ``def loss() { return ((x @ w + b - y)^2).mean() }; check(loss, [w, b])``
     """
     if isinstance(f, Tensor):
+        try:                            # the example with the user's names, not the placeholders w1, b
+            given = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+            labels = list(names) if names is not None else _names_from_session(given)
+        except TypeError:
+            given = labels = []
+        ok = given and all(isinstance(n, str) and n.isidentifier() for n in labels)
+        args = ", ".join(labels) if ok else "w1, b"
         raise TypeError_(
             "check() needs the function that computes f, not the tensor f: a tensor's graph keeps the "
             "backward steps, not the program, so f cannot be recomputed at nudged inputs. Write "
-            "def loss() { return ... } (reading w1, b) or def loss(w1, b) { ... }, then check(loss, [w1, b])")
+            f"def loss() {{ return ... }} (reading {args}) or def loss({args}) {{ ... }}, "
+            f"then check(loss, [{args}])")
     if not callable(f):
         raise TypeError_(f"check() needs a function as its first argument, not {_describe(f)}")
     inputs = _as_inputs(inputs, "check")

@@ -394,6 +394,7 @@ class Repl:
         with self.session.context():
             new = step(value)           # a bad :step leaves the one being stepped as it is
         new.hint = new.REPL_HINT
+        new.saved_as = (arg if arg.isidentifier() else f"({arg})") + ".backward()"    # for :save
         if self.stepper is not None and not self.stepper.done:
             self.write(self.stepper.abort() + " (a new :step begins)")
         self.stepper = new
@@ -419,6 +420,7 @@ class Repl:
             return
         with self.session.context():
             self.write(st.next(n))
+        self._note_stepped(st)
 
     def cmd_continue(self, arg: str) -> None:
         """:continue  run the rest of the backward started by :step (then .grad is written)"""
@@ -426,6 +428,12 @@ class Repl:
         if st is not None:
             with self.session.context():
                 self.write(st.finish())
+            self._note_stepped(st)
+
+    def _note_stepped(self, st) -> None:
+        """A stepped backward that ran to its end wrote .grad: :save writes it as the backward() it was."""
+        if st.done and not st.aborted:
+            self.accepted.append(st.saved_as)
 
     def cmd_abort(self, arg: str) -> None:
         """:abort  drop the backward started by :step; every .grad stays as it was"""

@@ -253,6 +253,12 @@ def test_check_refuses_what_it_cannot_check():
     w = ad.tensor([1.0, 2.0], requires_grad=True)
     with pytest.raises(ad.TypeError_, match="needs the function that computes f, not the tensor f"):
         ad.check((w * w).sum(), [w])
+    s = ad.Session(out=io.StringIO())       # the example names the user's inputs, not placeholders w1, b
+    s.run("v = tensor(3.0, requires_grad=true)\nu = tensor(2.0, requires_grad=true)\nf = v * u")
+    with pytest.raises(ad.TypeError_) as info:
+        s.run("check(f, [v, u])")
+    assert info.value.message.endswith("Write def loss() { return ... } (reading v, u) or def loss(v, u) { ... }, "
+                                       "then check(loss, [v, u])")
     with pytest.raises(ad.TypeError_, match="takes 2 arguments but 1 input was given"):
         ad.check(lambda a, b: a.sum(), [w])
     with pytest.raises(ad.ValueError_, match=r"shape \(2,\).*\.sum\(\)"):
@@ -285,6 +291,22 @@ def test_check_in_a_script_names_inputs_by_their_variables():
     assert lines[4].split()[1:3] == ["[2]", "19.5"]
     assert lines[5].split()[1:3] == ["-", "8.0"]
     assert lines[-1].startswith("PASS")
+
+
+def test_check_from_python_names_inputs_by_the_callers_variables():
+    # from Python the table used to say "input 0", "input 1" for a function of no arguments
+    w1 = ad.tensor([0.5, -0.5], requires_grad=True)
+    bias = ad.tensor(0.25, requires_grad=True)
+
+    def loss():
+        return ((w1 * 2 + bias) ** 2).sum()
+
+    r = ad.check(loss, [w1, bias])
+    assert r.ok
+    assert [row.element for row in r.rows] == ["w1[0]", "w1[1]", "bias"]
+    np.testing.assert_allclose([row.analytic for row in r.rows], [5.0, -3.0, 1.0], rtol=1e-14)   # 4z, sum 2z; z = [1.25, -0.75]
+    lines = str(r).splitlines()
+    assert [ln.split()[0] for ln in lines[2:5]] == ["w1", "w1", "bias"]
 
 
 def test_check_does_not_print_traces_or_replace_the_last_one():

@@ -185,3 +185,15 @@ def test_recursion_too_deep_gives_a_short_clean_message():
         "  ... 10 more",                # 15 calls: a(7), b(6), a(6), ..., a(0)
         "  in a(), called at 3:1 `a(7)`",
     ]
+
+
+def test_inplace_on_a_leaf_names_the_variable_not_a_placeholder():
+    # the message used to say "x += ..." whatever the variable was called
+    e = error_of("w = tensor([1.0], requires_grad=true)\nw += 1\n")
+    assert isinstance(e, ad.AutogradError)
+    assert e.message.startswith("w += ... on a leaf tensor that requires grad")
+    e = error_of("w = tensor([1.0], requires_grad=true)\nw[0] = 2\n")
+    assert e.message.startswith("writing w[...] = on a leaf tensor")
+    w = ad.tensor([1.0], requires_grad=True)               # the Python API: the caller's name
+    with pytest.raises(ad.AutogradError, match=r"w -= \.\.\. on a leaf"):
+        w -= 1

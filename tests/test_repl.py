@@ -390,6 +390,19 @@ def test_save_writes_a_script_that_reproduces_the_session(tmp_path):
     assert "cannot write /nonexistent/dir/x.ad" in text
 
 
+def test_save_keeps_a_backward_run_by_step(tmp_path):
+    # :step ... :continue wrote w.grad, but :save used to leave it out of the script
+    out = tmp_path / "s.ad"
+    r, text = run_lines("w = tensor([1.0, 2.0], requires_grad=true)", "y = (w * w).sum()", ":step y", ":next",
+                        ":continue", ":step (w * 3).sum()", ":next 5", ":step y * 2", ":abort", f":save {out}")
+    assert r.session["w"].grad.tolist() == [5.0, 7.0]
+    saved = out.read_text()
+    assert saved.splitlines()[-2:] == ["y.backward()", "((w * 3).sum()).backward()"]     # not the aborted one
+    fresh = autodsl.Session(out=io.StringIO())
+    fresh.run(saved, str(out))
+    assert fresh["w"].grad.tolist() == [5.0, 7.0]
+
+
 def test_inputs_are_numbered_in_errors_and_positions(tmp_path):
     # commands count: the third thing typed is <input 3>
     r, text = run_lines("a = tensor(1.0, requires_grad=true)", ":vars", "b = a + nope",

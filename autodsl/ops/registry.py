@@ -364,6 +364,10 @@ def inplace(fn, target: Tensor, *args, what: str = "in-place operation", ufunc: 
     if grad_mode.is_grad_enabled():
         for t in (target, base):
             if t is not None and t.grad_fn is None and t._requires_grad:
+                from ..autograd.watch import names_of  # noqa: PLC0415 - only on this error
+                who = names_of(target)          # "w += ..." with the user's name, not the placeholder x
+                if who and what.startswith(("x ", "writing x[")):
+                    what = what.replace("x", who[0], 1)
                 raise AutogradError(
                     f"{what} on a leaf tensor that requires grad: autograd needs its value as it is. "
                     "Update parameters inside a no_grad block (no_grad { w -= lr * w.grad }), "
