@@ -29,8 +29,14 @@ def pytest_configure(config):
 
 
 def pytest_report_header(config):
+    import importlib.util
     from autodsl import backend
-    return f"autodsl: cpu array namespace {backend.namespace_name()}"
+    lines = [f"autodsl: cpu array namespace {backend.namespace_name()}"]
+    # PyTorch is only a reference: say up front when the comparisons against it will skip
+    if importlib.util.find_spec("torch") is None:
+        lines.append("autodsl: PyTorch is not installed, so the comparisons against it skip "
+                     "(pip install torch, the CPU build, to run them)")
+    return lines
 
 
 def pytest_collection_modifyitems(config, items):
