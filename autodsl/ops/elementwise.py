@@ -9,7 +9,25 @@ from __future__ import annotations
 from .. import backend
 from ..backend import kind_of, namespace_of
 from ..errors import DTypeError, ValueError_
+from ..autograd import grad_mode
+from ..tensor import Tensor
 from .registry import Op, apply, defop
+
+# Note [plain backward]
+# A backward formula is written with autodsl's ops so that create_graph=true records it. Without
+# create_graph (the engine runs formulas with grad mode off) nothing is recorded, and for the ops
+# every network and chain uses (add, sub, mul, exp, sin, cos, relu) the same formula is computed
+# on the arrays directly: a few NumPy calls instead of a few ops, each with promotion, a node and
+# error-state handling. Results are identical: the same arithmetic on the same arrays.
+
+
+def _plain_backward() -> bool:
+    """True while a backward formula runs without create_graph (grad mode off: nothing to record)."""
+    return not grad_mode.is_grad_enabled()
+
+
+def _array_grad(arr, like) -> Tensor:
+    return Tensor(arr, _device=like.device)
 
 __all__ = ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "sin", "cos", "tan",
            "tanh", "sigmoid", "relu", "abs", "sign", "clamp", "where", "maximum", "minimum", "clone"]
@@ -43,7 +61,9 @@ class Sub(Op):
     rule = ("grad", "-grad")
 
     def backward(self, g):
-        return g, (-g if self.needs_input_grad[1] else None)
+        if not self.needs_input_grad[1]:
+            return g, None
+        return g, (_array_grad(-g._data, g) if _plain_backward() else -g)
 
 
 @defop("mul")
@@ -67,6 +87,9 @@ class Mul(Op):
     def backward(self, g):
         x, y = self.saved_tensors
         na, nb = self.needs_input_grad
+        if _plain_backward():           # the same formula on the arrays (Note [plain backward])
+            d = g._data
+            return (_array_grad(d * y._data, g) if na else None), (_array_grad(d * x._data, g) if nb else None)
         return (g * y if na else None), (g * x if nb else None)   # d(xy) = y dx + x dy
 
 
@@ -153,6 +176,8 @@ class Exp(Op):
 
     def backward(self, g):
         (out,) = self.saved_tensors
+        if _plain_backward():
+            return (_array_grad(g._data * out._data, g),)
         return (g * out,)   # d e^x = e^x
 
 
@@ -202,6 +227,8 @@ class Sin(Op):
 
     def backward(self, g):
         (x,) = self.saved_tensors
+        if _plain_backward():
+            return (_array_grad(g._data * _xp(x._data).cos(x._data), g),)
         return (g * cos(x),)
 
 
@@ -218,6 +245,8 @@ class Cos(Op):
 
     def backward(self, g):
         (x,) = self.saved_tensors
+        if _plain_backward():
+            return (_array_grad(-g._data * _xp(x._data).sin(x._data), g),)
         return (-g * sin(x),)
 
 
@@ -287,6 +316,9 @@ class Relu(Op):
 
     def backward(self, g):
         (out,) = self.saved_tensors
+        if _plain_backward():
+            d = g._data
+            return (_array_grad(backend.where(out._data > 0, d, backend.zero_of(d)), g),)
         return (threshold_backward(g, out),)   # torch: relu'(0) = 0
 
 
