@@ -317,8 +317,7 @@ class Relu(Op):
     def backward(self, g):
         (out,) = self.saved_tensors
         if _plain_backward():
-            d = g._data
-            return (_array_grad(backend.where(out._data > 0, d, backend.zero_of(d)), g),)
+            return (_array_grad(_pass_where_positive(g._data, out._data), g),)
         return (threshold_backward(g, out),)   # torch: relu'(0) = 0
 
 
@@ -331,13 +330,18 @@ class ThresholdBackward(Op):
     def forward(self, g, x):
         if self._record:
             self.save_for_backward(None, self.inputs[1])
-        return backend.where(x > 0, g, backend.zero_of(g))
+        return _pass_where_positive(g, x)
 
     rule = ("grad * (b > 0)", None)
 
     def backward(self, gg):
         _, x = self.saved_tensors
         return threshold_backward(gg, x), None     # linear in g: the same mask again
+
+
+def _pass_where_positive(g, x):
+    """The arrays' ``where(x > 0, g, +0)``: relu's gradient, for the op and the plain backward."""
+    return backend.where(x > 0, g, backend.zero_of(g))
 
 
 def threshold_backward(g, x):
