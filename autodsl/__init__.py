@@ -4,35 +4,35 @@ a scripting language and a REPL.
 Every built-in of the language is a function of this module with the same name
 and keywords.
 """
-from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from .autograd.anomaly import anomaly, detect_anomaly
-from .autograd.trace import last_trace, trace
-from .backend import (DType, float32, float64, get_default_dtype, int64, set_default_dtype)
-from .backend import bool_ as bool  # noqa: A001  (the dtype, named as in PyTorch)
-from .creation import (arange, eye, full, linspace, ones, ones_like, rand, randn, seed, tensor,
+from autodsl.core.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from autodsl.core.anomaly import anomaly, detect_anomaly
+from autodsl.core.trace import last_trace, trace
+from autodsl.backend import (DType, float32, float64, get_default_dtype, int64, set_default_dtype)
+from autodsl.backend import bool_ as bool  # noqa: A001  (the dtype, named as in PyTorch)
+from autodsl.ops.creation import (arange, eye, full, linspace, ones, ones_like, rand, randn, seed, tensor,
                        zeros, zeros_like)
-from .errors import (AutogradError, DeviceError, DSLError, DTypeError, IndexError_, NameError_,
+from autodsl.errors import (AutogradError, DeviceError, DSLError, DTypeError, IndexError_, NameError_,
                      ParseError, RuntimeError_, ShapeError, TypeError_, ValueError_)
-from .autograd_functional import hessian, hvp, jacobian, jvp, vhp, vjp
-from .checks import check, gradcheck, gradgradcheck
-from .functional import grad
-from .graphview import dot, graph
-from .stepping import step
-from .explain import explain
-from .inspect import info
-from .why import why
-from .ops import REGISTRY
-from .ops.compare import all, any, eq, ge, gt, le, logical_and, logical_not, logical_or, lt, ne  # noqa: A004
-from .ops.elementwise import (abs, add, clamp, clone, cos, div, exp, log, maximum, minimum, mul,  # noqa: A004
+from autodsl.tools.functional import hessian, hvp, jacobian, jvp, vhp, vjp
+from autodsl.tools.check import check, gradcheck, gradgradcheck
+from autodsl.core.autograd import grad
+from autodsl.tools.graph import dot, graph
+from autodsl.tools.step import step
+from autodsl.tools.explain import explain
+from autodsl.tools.info import info
+from autodsl.tools.why import why
+from autodsl.ops import REGISTRY
+from autodsl.ops.compare import all, any, eq, ge, gt, le, logical_and, logical_not, logical_or, lt, ne  # noqa: A004
+from autodsl.ops.elementwise import (abs, add, clamp, clone, cos, div, exp, log, maximum, minimum, mul,  # noqa: A004
                               neg, pow, relu, sigmoid, sign, sin, sqrt, sub, tan, tanh, where)
-from .ops.linalg import matmul
-from .plotting import plot
-from .ops.loss import cross_entropy, mse_loss, nll_loss
-from .ops.movement import (cat, expand, flatten, getitem, index_put, permute, reshape, squeeze,
+from autodsl.ops.linalg import matmul
+from autodsl.tools.plot import plot
+from autodsl.ops.loss import cross_entropy, mse_loss, nll_loss
+from autodsl.ops.movement import (cat, expand, flatten, getitem, index_put, permute, reshape, squeeze,
                            stack, transpose, unsqueeze, view)
-from .ops.reduce import (amax, amin, log_softmax, logsumexp, max, mean, min, norm, prod, softmax,  # noqa: A004
+from autodsl.ops.reduce import (amax, amin, log_softmax, logsumexp, max, mean, min, norm, prod, softmax,  # noqa: A004
                          std, sum, var)
-from .tensor import Tensor
+from autodsl.core.tensor import Tensor
 
 __version__ = "0.1.0"
 
@@ -41,7 +41,7 @@ def __getattr__(name):
     # Session pulls in the language (Lark); load it on first use so that
     # `import autodsl` for the tensor API stays light.
     if name == "Session":
-        from .session import Session
+        from autodsl.session import Session
         return Session
     raise AttributeError(f"module 'autodsl' has no attribute {name!r}")
 

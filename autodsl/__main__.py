@@ -1,7 +1,7 @@
-"""``python -m autodsl``: the command line (see autodsl.cli)."""
+"""``python -m autodsl``: the command line (see autodsl.cli.main)."""
 import sys
 
-from .cli import main
+from autodsl.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

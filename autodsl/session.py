@@ -21,14 +21,14 @@ import sys
 import warnings
 from typing import Any
 
-from .errors import LANGUAGE, NameError_
-from .lang import ast as A
-from .autograd.quiet import ieee
-from .graphview import FILES_ALLOWED
-from .graphview import NAMES as GRAPH_NAMES
-from .lang.builtins import make_builtins
-from .lang.interpreter import Interpreter
-from .lang.parser import parse
+from autodsl.errors import LANGUAGE, NameError_
+from autodsl.lang import ast as A
+from autodsl.core.quiet import ieee
+from autodsl.tools.graph import FILES_ALLOWED
+from autodsl.tools.graph import NAMES as GRAPH_NAMES
+from autodsl.lang.builtins import make_builtins
+from autodsl.lang.interpreter import Interpreter
+from autodsl.lang.parser import parse
 
 __all__ = ["Session"]
 
@@ -46,7 +46,7 @@ class UnknownNameError(NameError_, KeyError):
 
 
 def _predefined() -> dict:
-    from . import backend
+    import autodsl.backend as backend
     names: dict[str, Any] = {"inf": math.inf, "nan": math.nan, "pi": math.pi}
     for dt in ("float32", "float64", "int64", "bool"):
         names[dt] = backend.as_dtype(dt)
@@ -58,8 +58,8 @@ class Session:
 
     def __init__(self, device: str = "cpu", dtype=None, trace: bool = False, echo: bool = True,
                  out=None, files: bool = True, anomaly=False):
-        from . import backend
-        from .autograd.anomaly import anomaly_scope
+        import autodsl.backend as backend
+        from autodsl.core.anomaly import anomaly_scope
         self.device = backend.check_device(device)
         # anomaly mode: False/None (off), True or "warn", "raise" (see autodsl.anomaly)
         self.anomaly = "warn" if anomaly is True else (anomaly or None)
@@ -118,11 +118,11 @@ class Session:
         the trace flag and where traces go, variable names for graphs and traces, whether
         files may be written. ``run()`` uses it; so do REPL commands that call built-ins
         directly (``:step``), so that they behave as the same code typed as a statement."""
-        from . import backend
-        from .autograd.anomaly import anomaly_scope, get_anomaly_mode
-        from .autograd.trace import is_trace_enabled, tracing
-        from .autograd.watch import LAST as LAST_BACKWARD
-        from .autograd.watch import NAMES as TENSOR_NAMES
+        import autodsl.backend as backend
+        from autodsl.core.anomaly import anomaly_scope, get_anomaly_mode
+        from autodsl.core.trace import is_trace_enabled, tracing
+        from autodsl.core.watch import LAST as LAST_BACKWARD
+        from autodsl.core.watch import NAMES as TENSOR_NAMES
         start_dtype = self.dtype or backend.get_default_dtype()
         names_token = GRAPH_NAMES.set(lambda: self.namespace)
         tensor_names_token = TENSOR_NAMES.set(lambda: self.namespace)    # version errors name variables
@@ -154,7 +154,7 @@ class Session:
         out.flush()
 
     def _set_last_trace(self, trace) -> None:
-        from .autograd.trace import LazyNames
+        from autodsl.core.trace import LazyNames
         # Name leaves by the variables that hold them, so the trace reads "w1.grad = ...".
         trace.names = LazyNames(dict(self.namespace))     # built only if the trace is shown
         self.last_trace = trace
@@ -171,7 +171,7 @@ class Session:
         def show(message, category, filename, lineno, file=None, line=None):
             pos = None
             try:
-                from .autograd.node import SOURCE_POS
+                from autodsl.core.node import SOURCE_POS
                 pos = SOURCE_POS.get()
             except ImportError:  # pragma: no cover
                 pass
@@ -224,7 +224,7 @@ class Session:
 
 def _format(value) -> str:
     try:
-        from .display import format_value
+        from autodsl.tools.display import format_value
     except ImportError:  # pragma: no cover
         return repr(value)
     return format_value(value)

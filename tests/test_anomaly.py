@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 import autodsl as ad
-from autodsl.autograd import anomaly as A
-from autodsl.repl import Repl
+from autodsl.core import anomaly as A
+from autodsl.cli.repl import Repl
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import autodsl as ad
-from autodsl.repl import Repl
+from autodsl.cli.repl import Repl
 
 
 # ---- functions with right and wrong gradients ------------------------------------------------------
@@ -362,7 +362,7 @@ def test_repl_check_warns_about_float32_without_a_traceback():
 def test_completion_offers_check():
     from prompt_toolkit.document import Document
 
-    from autodsl.repl_complete import AutodslCompleter
+    from autodsl.cli.complete import AutodslCompleter
     session = ad.Session()
     r = Repl(session)
     c = AutodslCompleter(lambda: session, lambda: r.commands, registry=ad.REGISTRY)

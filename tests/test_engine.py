@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import autodsl as ad
-from autodsl.autograd.node import AccumulateGrad
-from autodsl.autograd.trace import tracing
+from autodsl.core.node import AccumulateGrad
+from autodsl.core.trace import tracing
 
 
 def traced_backward(y, *args, **kwargs):

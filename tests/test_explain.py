@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import autodsl as ad
-from autodsl.autograd import watch
+from autodsl.core import watch
 from autodsl.errors import AutogradError, IndexError_, TypeError_, ValueError_
-from autodsl.repl import Repl
+from autodsl.cli.repl import Repl
 
 CHAIN = """\
 x = tensor(2.0)

@@ -357,7 +357,7 @@ def test_works_inside_no_grad():
 
 
 def test_help_shows_the_functional_api_as_builtins():
-    from autodsl.repl import Repl
+    from autodsl.cli.repl import Repl
     out = io.StringIO()
     r = Repl(ad.Session(out=out), out=out)
     with contextlib.redirect_stdout(io.StringIO()):

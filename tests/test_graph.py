@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 import autodsl as ad
-from autodsl.autograd.trace import node_labels, tracing
-from autodsl.graphview import Graph
+from autodsl.core.trace import node_labels, tracing
+from autodsl.tools.graph import Graph
 
-graph_module = sys.modules["autodsl.graphview"]
+graph_module = sys.modules["autodsl.tools.graph"]
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"

@@ -286,7 +286,7 @@ x.grad
 
 
 def test_help_on_register_hook_and_other_tensor_methods():
-    from autodsl.repl import Repl
+    from autodsl.cli.repl import Repl
     out = io.StringIO()
     r = Repl(ad.Session(out=out), out=out)
     r.handle(":help register_hook")

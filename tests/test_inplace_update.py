@@ -9,7 +9,7 @@ import pytest
 
 import autodsl as ad
 from autodsl import backend
-from autodsl.repl import Repl
+from autodsl.cli.repl import Repl
 
 
 CASES = [

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import autodsl as ad
-from autodsl import plotting
+from autodsl.tools import plot as plotting
 
 
 def run_lang(session, src):

@@ -16,10 +16,10 @@ import sys
 import pytest
 
 import autodsl as ad
-from autodsl.autograd.node import format_pos, pos_text
-from autodsl.autograd.trace import node_labels, walk
+from autodsl.core.node import format_pos, pos_text
+from autodsl.core.trace import node_labels, walk
 from autodsl.errors import AutogradError
-from autodsl.repl import Repl
+from autodsl.cli.repl import Repl
 
 THIS_FILE = os.path.abspath(__file__)
 
@@ -314,7 +314,7 @@ def test_python_api_trace_and_step_show_the_callers_line():
     x = ad.tensor(2.0, requires_grad=True)
     y = x * 5                                            # here + 2
     shown = []
-    with ad.autograd.trace.tracing(True, printer=shown.append):
+    with ad.core.trace.tracing(True, printer=shown.append):
         y.backward()
     assert f"MulBackward#1 at test_positions.py:{here + 2} `y = x * 5" in shown[0]
     st = ad.step(x * 7)                                   # here + 7

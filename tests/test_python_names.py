@@ -12,8 +12,8 @@ import sys
 import pytest
 
 import autodsl as ad
-from autodsl.autograd import trace as trace_mod
-from autodsl.autograd import watch
+from autodsl.core import trace as trace_mod
+from autodsl.core import watch
 
 G = ad.tensor(5.0, requires_grad=True)      # a module-level tensor: a global variable of this file
 

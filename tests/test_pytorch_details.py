@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import autodsl as ad
-from autodsl.autograd.journal import transaction
+from autodsl.core.journal import transaction
 
 
 def T(data, **kw):
@@ -349,7 +349,7 @@ def test_data_shares_storage_but_not_the_version_counter():
 
 
 def test_dot_writes_all_or_nothing(tmp_path, monkeypatch):
-    from autodsl import graphview
+    from autodsl.tools import graph as graphview
     target = tmp_path / "g.dot"
     target.write_text("old")
     real = type(target).write_text

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -19,9 +18,9 @@ from prompt_toolkit.output import DummyOutput
 from prompt_toolkit.validation import ValidationError
 
 import autodsl
-from autodsl import repl as repl_mod
-from autodsl.repl import Repl, SourceValidator
-from autodsl.repl_complete import AutodslCompleter, call_context
+from autodsl.cli import repl as repl_mod
+from autodsl.cli.repl import Repl, SourceValidator
+from autodsl.cli.complete import AutodslCompleter, call_context
 
 ROOT = Path(__file__).resolve().parents[1]
 ENTER = "\r"
@@ -536,7 +535,7 @@ def test_loop_progress_hook_reports_the_outermost_loop_only():
 
 
 def test_progress_line_draws_after_the_delay_and_clears():
-    from autodsl.progress import ClearingWriter, ProgressLine
+    from autodsl.cli.progress import ClearingWriter, ProgressLine
     err, out = io.StringIO(), io.StringIO()
     bar = ProgressLine(stream=err, delay=0.0, interval=0.0)
     s = autodsl.Session(out=ClearingWriter(bar, out))
@@ -555,7 +554,7 @@ def test_progress_line_draws_after_the_delay_and_clears():
 
 def test_lexer_tokens():
     from pygments.token import Comment, Keyword, Name, Number, Operator, String
-    from autodsl.lexer import AutodslLexer
+    from autodsl.cli.lexer import AutodslLexer
     src = 'def f(x) { return x^2 }  # square\ny = tensor([1, 2.5e-3], requires_grad=true) @ w.T; print("hi")\n'
     toks = [(t, v) for t, v in AutodslLexer().get_tokens(src) if v.strip()]
     assert (Keyword, "def") in toks and (Name.Function, "f") in toks and (Keyword, "return") in toks
@@ -574,7 +573,7 @@ def test_lexer_tokens():
 
 
 def test_lexer_knows_every_builtin():
-    from autodsl.lexer import BUILTIN_NAMES, PREDEFINED
+    from autodsl.cli.lexer import BUILTIN_NAMES, PREDEFINED
     assert set(autodsl.Session().builtins) - set(PREDEFINED) == set(BUILTIN_NAMES)
 
 
@@ -585,9 +584,9 @@ def _pygments_plugin_installed() -> bool:
 
 @pytest.mark.skipif(not _pygments_plugin_installed(), reason="autodsl is not installed (pip install -e .)")
 def test_pygmentize_highlights_a_sample():
-    pygmentize = shutil.which("pygmentize")
-    cmd = [pygmentize] if pygmentize else [sys.executable, "-m", "pygments"]
-    p = subprocess.run(cmd + ["-l", "autodsl", "-f", "html", str(ROOT / "samples" / "chain_rule.ad")],
+    # pygments' own command line from this interpreter: a `pygmentize` on PATH may belong
+    # to another Python that has no autodsl lexer registered.
+    p = subprocess.run([sys.executable, "-m", "pygments", "-l", "autodsl", "-f", "html", str(ROOT / "samples" / "chain_rule.ad")],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert '<span class="nb">tensor</span>' in p.stdout        # a built-in

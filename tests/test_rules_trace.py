@@ -18,9 +18,9 @@ import pytest
 
 import autodsl as ad
 import autodsl.ops  # noqa: F401  (every op module, so that every node class exists)
-from autodsl.autograd.node import Node
-from autodsl.autograd.rules import _FUNCTIONS, input_names, rule_text, with_numbers
-from autodsl.autograd.trace import tracing
+from autodsl.core.node import Node
+from autodsl.core.rules import _FUNCTIONS, input_names, rule_text, with_numbers
+from autodsl.core.trace import tracing
 
 CHAIN = """\
 x = tensor(2.0)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from autodsl import cli
+from autodsl.cli import main as cli
 
 SAMPLES = sorted((Path(__file__).resolve().parent.parent / "samples").glob("*.ad"))
 MARK = "# ---- expected output"

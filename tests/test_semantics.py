@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import autodsl as ad
-from autodsl.autograd.trace import tracing
+from autodsl.core.trace import tracing
 
 
 # -- creation and dtypes --------------------------------------------------------------------------

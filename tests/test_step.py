@@ -16,9 +16,9 @@ import sys
 import pytest
 
 import autodsl as ad
-from autodsl.autograd.trace import node_labels, walk
+from autodsl.core.trace import node_labels, walk
 from autodsl.errors import AutogradError, TypeError_, ValueError_
-from autodsl.repl import Repl
+from autodsl.cli.repl import Repl
 
 # x -> a = x*2 -> c = sin(a) -> y = d + c ;  x -> b = exp(x) ;  d = a*b
 DIAMOND = ["x = tensor(0.5, requires_grad=true)", "a = x * 2", "b = exp(x)", "c = sin(a)", "d = a * b",

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import autodsl as ad
-from autodsl.autograd import watch
-from autodsl.repl import Repl
+from autodsl.core import watch
+from autodsl.cli.repl import Repl
 
 
 def run(src: str):

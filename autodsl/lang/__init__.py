@@ -1,6 +1,6 @@
 """The autodsl language: grammar -> AST -> interpreter over the tensor API."""
 from __future__ import annotations
 
-from .parser import is_incomplete, parse
+from autodsl.lang.parser import is_incomplete, parse
 
 __all__ = ["parse", "is_incomplete"]

@@ -19,7 +19,7 @@ import operator
 import sys
 from typing import Any, Callable
 
-from ..errors import TypeError_
+from autodsl.errors import TypeError_
 
 __all__ = ["LANGUAGE_BUILTINS", "core_functions", "make_builtins"]
 
@@ -38,7 +38,7 @@ def core_functions() -> dict[str, Callable]:
 
 
 def _format(v) -> str:
-    from ..display import format_value
+    from autodsl.tools.display import format_value
     return format_value(v)
 
 
@@ -68,7 +68,7 @@ def make_builtins(get_out: Callable[[], Any] | None = None) -> dict[str, Callabl
 
     def len_(x) -> int:
         """The length of a tensor's first dimension, a shape, a list or a string."""
-        from ..tensor import Tensor
+        from autodsl.core.tensor import Tensor
         if isinstance(x, (Tensor, tuple, list, str, range)):
             return len(x)               # a tensor's own __len__ explains a 0-d tensor
         raise TypeError_("len() needs a tensor, a shape, a list or a string")

@@ -29,16 +29,16 @@ import operator
 from contextvars import ContextVar
 from typing import Any, Callable
 
-from ..errors import DSLError, IndexError_, NameError_, RuntimeError_, TypeError_
-from ..backend import is_host_array
-from ..tensor import PUBLIC_ATTRIBUTES, PUBLIC_METHODS, Tensor, as_tensor
-from . import ast as A
-from .values import (describe, describe_value, number_pow, param_text, suggest, translate_exception,
+from autodsl.errors import DSLError, IndexError_, NameError_, RuntimeError_, TypeError_
+from autodsl.backend import is_host_array
+from autodsl.core.tensor import PUBLIC_ATTRIBUTES, PUBLIC_METHODS, Tensor, as_tensor
+from autodsl.lang import ast as A
+from autodsl.lang.values import (describe, describe_value, number_pow, param_text, suggest, translate_exception,
                      truth)
 
-from ..autograd.node import SOURCE_POS  # the language records where each graph node came from
-from ..autograd.node import caller_pos, format_pos
-from ..autograd.node import Node as _GraphNode
+from autodsl.core.node import SOURCE_POS  # the language records where each graph node came from
+from autodsl.core.node import caller_pos, format_pos
+from autodsl.core.node import Node as _GraphNode
 
 __all__ = ["Interpreter", "UserFunction", "Scope", "MAX_CALL_DEPTH", "translate_exception",
            "NODE_ATTRIBUTES", "SETTABLE_ATTRIBUTES", "describe", "loop_progress"]
@@ -328,7 +328,7 @@ class Interpreter:
             self.exec_block(stmt.orelse)
 
     def exec_NoGrad(self, stmt: A.NoGrad):
-        from ..autograd.grad_mode import no_grad
+        from autodsl.core.grad_mode import no_grad
         with no_grad():
             self.exec_block(stmt.body)
 
@@ -470,7 +470,7 @@ class Interpreter:
         exponent = self.eval(node.exponent)
         base, exponent = self._operands("^", base, exponent)
         if isinstance(base, Tensor) or isinstance(exponent, Tensor):
-            from ..ops.elementwise import pow as tensor_pow   # autodsl.pow
+            from autodsl.ops.elementwise import pow as tensor_pow# autodsl.pow
             tok = self._pos_token(node)
             try:
                 return tensor_pow(base, exponent)

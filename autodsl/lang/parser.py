@@ -21,8 +21,8 @@ from pathlib import Path
 from lark import Lark, Token, Transformer_NonRecursive, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
-from ..errors import DSLError, ParseError
-from . import ast as A
+from autodsl.errors import DSLError, ParseError
+from autodsl.lang import ast as A
 
 __all__ = ["parse", "is_incomplete", "grammar_text", "get_parser", "KEYWORDS"]
 

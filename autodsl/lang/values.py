@@ -9,10 +9,10 @@ import difflib
 import inspect
 import math
 
-from ..errors import (DSLError, IndexError_, RuntimeError_, ShapeError, TypeError_, ValueError_)
-from ..tensor import Tensor
+from autodsl.errors import (DSLError, IndexError_, RuntimeError_, ShapeError, TypeError_, ValueError_)
+from autodsl.core.tensor import Tensor
 
-from ..autograd.node import Node as _GraphNode
+from autodsl.core.node import Node as _GraphNode
 
 __all__ = ["describe", "describe_value", "translate_exception", "truth", "number_pow",
            "param_text", "suggest", "NUMBER_TYPES"]
@@ -48,7 +48,7 @@ def describe(v) -> str:
 
 def describe_value(v) -> str:
     try:
-        from ..display import format_value
+        from autodsl.tools.display import format_value
         return format_value(v)
     except Exception:  # pragma: no cover - display not available
         return repr(v)

@@ -1,8 +1,8 @@
 """Comparisons and logical ops: boolean results, never differentiable."""
 from __future__ import annotations
 
-from ..backend import namespace_of
-from .registry import Op, apply, defop
+from autodsl.backend import namespace_of
+from autodsl.ops.registry import Op, apply, defop
 
 __all__ = ["lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_not", "any", "all"]
 

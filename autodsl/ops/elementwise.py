@@ -6,12 +6,12 @@ or an edge-case convention chosen to match PyTorch.
 from __future__ import annotations
 
 
-from .. import backend
-from ..backend import kind_of, namespace_of
-from ..errors import DTypeError, ValueError_
-from ..autograd import grad_mode
-from ..tensor import Tensor
-from .registry import Op, apply, defop
+import autodsl.backend as backend
+from autodsl.backend import kind_of, namespace_of
+from autodsl.errors import DTypeError, ValueError_
+from autodsl.core import grad_mode
+from autodsl.core.tensor import Tensor
+from autodsl.ops.registry import Op, apply, defop
 
 # Note [plain backward]
 # A backward formula is written with autodsl's ops so that create_graph=true records it. Without
@@ -608,8 +608,8 @@ def clamp(input, min=None, max=None):
 
     Example: ``clamp(x, min=0, max=1)``
     """
-    from ..tensor import Tensor  # noqa: PLC0415
-    from ..errors import TypeError_  # noqa: PLC0415
+    from autodsl.core.tensor import Tensor  # noqa: PLC0415
+    from autodsl.errors import TypeError_  # noqa: PLC0415
     if min is None and max is None:
         raise TypeError_("clamp needs at least one of min= and max=")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
@@ -631,12 +631,12 @@ def where(condition, input, other):
 
     Example: ``where(x > 0, log(x), x * 2)``
     """
-    from ..tensor import Tensor, as_tensor  # noqa: PLC0415
-    from .. import backend  # noqa: PLC0415
+    from autodsl.core.tensor import Tensor, as_tensor  # noqa: PLC0415
+    import autodsl.backend as backend  # noqa: PLC0415
     if not isinstance(condition, Tensor):
         condition = as_tensor(condition)
     if condition.dtype is not backend.bool_:
-        from ..errors import DTypeError  # noqa: PLC0415
+        from autodsl.errors import DTypeError  # noqa: PLC0415
         raise DTypeError(f"where needs a bool condition (e.g. x > 0), not a {condition.dtype.name} tensor; "
                          "compare it first, e.g. where(c != 0, a, b)")
     return apply(Where, condition, input, other)

@@ -1,8 +1,8 @@
 """Matrix product with NumPy's (and PyTorch's) rules for 1-D and batched operands."""
 from __future__ import annotations
 
-from ..errors import ShapeError
-from .registry import Op, apply, defop, sum_to
+from autodsl.errors import ShapeError
+from autodsl.ops.registry import Op, apply, defop, sum_to
 
 __all__ = ["matmul"]
 

@@ -1,10 +1,10 @@
 """Losses: mean squared error, negative log-likelihood, cross-entropy."""
 from __future__ import annotations
 
-from ..backend import getitem, namespace_of
-from ..errors import DTypeError, ShapeError, ValueError_
-from .elementwise import where
-from .registry import Op, apply, defop
+from autodsl.backend import getitem, namespace_of
+from autodsl.errors import DTypeError, ShapeError, ValueError_
+from autodsl.ops.elementwise import where
+from autodsl.ops.registry import Op, apply, defop
 
 __all__ = ["mse_loss", "nll_loss", "cross_entropy"]
 
@@ -73,8 +73,8 @@ class NllLoss(Op):
     rule = ("-grad at each target class (/ number of counted targets for mean)",)
 
     def backward(self, g):
-        from ..tensor import Tensor  # noqa: PLC0415
-        from .movement import IndexAdd  # noqa: PLC0415
+        from autodsl.core.tensor import Tensor  # noqa: PLC0415
+        from autodsl.ops.movement import IndexAdd  # noqa: PLC0415
         valid = Tensor(self.valid)
         if self.reduction == "mean":
             gg = where(valid, g * (-1.0 / float(self.count)) if self.count else g * float("nan"), 0.0)
@@ -96,7 +96,7 @@ def nll_loss(input, target, reduction="mean", ignore_index=-100):
     or (C,); ``target``: int64 class indices, shape (N,) or (); rows whose target is
     ``ignore_index`` count for nothing (and are left out of the mean). Example: ``nll_loss(logp, y)``
     """
-    from ..tensor import as_tensor  # noqa: PLC0415
+    from autodsl.core.tensor import as_tensor  # noqa: PLC0415
     _check_reduction(reduction)
     x = as_tensor(input)
     t = as_tensor(target)
@@ -123,8 +123,8 @@ def cross_entropy(input, target, reduction="mean", ignore_index=-100):
     rows whose class index is ``ignore_index`` are left out.
     Example: ``cross_entropy(logits, labels)``
     """
-    from ..tensor import as_tensor  # noqa: PLC0415
-    from .reduce import log_softmax, mean, sum  # noqa: PLC0415
+    from autodsl.core.tensor import as_tensor  # noqa: PLC0415
+    from autodsl.ops.reduce import log_softmax, mean, sum  # noqa: PLC0415
     _check_reduction(reduction)
     x = as_tensor(input)
     t = as_tensor(target, like=None)

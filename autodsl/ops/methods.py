@@ -4,13 +4,13 @@ PyTorch names and keywords: ``x.sum(dim=0, keepdim=True)``, ``x.reshape(2, 3)``.
 """
 from __future__ import annotations
 
-from . import compare as C
-from . import elementwise as E
-from . import linalg as L
-from . import loss as Lo  # noqa: F401
-from . import movement as M
-from . import reduce as R
-from .registry import install, inplace, sum_to, to_op
+from autodsl.ops import compare as C
+from autodsl.ops import elementwise as E
+from autodsl.ops import linalg as L
+from autodsl.ops import loss as Lo  # noqa: F401
+from autodsl.ops import movement as M
+from autodsl.ops import reduce as R
+from autodsl.ops.registry import install, inplace, sum_to, to_op
 
 
 def _r(fn):
@@ -32,7 +32,7 @@ def _mT(self):
 
 def _to(self, device=None, dtype=None):
     """``x.to("cuda")``, ``x.to(float32)``, ``x.to(device=..., dtype=...)``, as in PyTorch."""
-    from ..backend import DType  # noqa: PLC0415
+    from autodsl.backend import DType  # noqa: PLC0415
     if dtype is None and (isinstance(device, DType) or device in ("float32", "float64", "int64", "bool")):
         device, dtype = None, device
     return to_op(self, device=device, dtype=dtype)

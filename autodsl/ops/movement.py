@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import builtins
 
-from .. import backend
-from ..backend import kind_of, namespace_of, scatter_add
-from ..errors import IndexError_, ShapeError, TypeError_
-from .registry import Op, apply, defop
+import autodsl.backend as backend
+from autodsl.backend import kind_of, namespace_of, scatter_add
+from autodsl.errors import IndexError_, ShapeError, TypeError_
+from autodsl.ops.registry import Op, apply, defop
 
 __all__ = ["reshape", "view", "transpose", "permute", "unsqueeze", "squeeze", "expand", "cat",
            "stack", "flatten", "getitem", "index_put"]
@@ -124,7 +124,7 @@ class Expand(Op):
     rule = "grad summed over the expanded dimensions"
 
     def backward(self, g):
-        from .registry import sum_to  # noqa: PLC0415
+        from autodsl.ops.registry import sum_to  # noqa: PLC0415
         return (sum_to(g, self.in_shape),)
 
 
@@ -180,7 +180,7 @@ class Stack(Op):
 
 def _key_arrays(key):
     """Tensors inside an index become arrays; lists become integer arrays."""
-    from ..tensor import Tensor  # noqa: PLC0415
+    from autodsl.core.tensor import Tensor  # noqa: PLC0415
     if not isinstance(key, tuple):
         key = (key,)
     out = []
@@ -338,7 +338,7 @@ def permute(input, *dims):
 
 def unsqueeze(input, dim):
     """Insert a size-1 dim at ``dim``. Example: ``x.unsqueeze(0)``"""
-    from ..tensor import as_tensor  # noqa: PLC0415
+    from autodsl.core.tensor import as_tensor  # noqa: PLC0415
     t = as_tensor(input)
     d = _dim(dim, t.ndim + 1)
     shape = t.shape[:d] + (1,) + t.shape[d:]
@@ -347,7 +347,7 @@ def unsqueeze(input, dim):
 
 def squeeze(input, dim=None):
     """Drop size-1 dims (all, or only ``dim``). Example: ``x.squeeze(1)``"""
-    from ..tensor import as_tensor  # noqa: PLC0415
+    from autodsl.core.tensor import as_tensor  # noqa: PLC0415
     t = as_tensor(input)
     if dim is None:
         shape = tuple(n for n in t.shape if n != 1)
@@ -360,7 +360,7 @@ def squeeze(input, dim=None):
 
 def expand(input, *sizes):
     """Broadcast size-1 dims to ``sizes`` without copying (-1 keeps a size). Example: ``x.expand(3, 4)``"""
-    from ..tensor import as_tensor  # noqa: PLC0415
+    from autodsl.core.tensor import as_tensor  # noqa: PLC0415
     t = as_tensor(input)
     shape = _shape_arg(sizes)
     if shape == t.shape:
@@ -371,7 +371,7 @@ def expand(input, *sizes):
 
 def flatten(input, start_dim=0, end_dim=-1):
     """Merge dims start_dim..end_dim into one. Example: ``x.flatten()``"""
-    from ..tensor import as_tensor  # noqa: PLC0415
+    from autodsl.core.tensor import as_tensor  # noqa: PLC0415
     t = as_tensor(input)
     if t.ndim == 0:
         return reshape(t, (1,))

@@ -17,18 +17,18 @@ from __future__ import annotations
 import contextlib
 import weakref
 
-from .. import backend
-from ..backend import kind_of, namespace_of
-from ..autograd import grad_mode
-from ..autograd.anomaly import ON as _CHECKING
-from ..autograd.journal import record_values
-from ..autograd.watch import IN_PASS as _IN_PASS
-from ..autograd.watch import after_op, note_write
-from ..autograd.quiet import depth as quiet_depth
-from ..autograd.quiet import ieee
-from ..autograd.node import SOURCE_POS, Node, SavedOutput, caller_pos, next_seq_nr
-from ..errors import AutogradError, DeviceError, DSLError, DTypeError, ShapeError
-from ..tensor import PUBLIC_METHODS, Tensor, as_tensor
+import autodsl.backend as backend
+from autodsl.backend import kind_of, namespace_of
+from autodsl.core import grad_mode
+from autodsl.core.anomaly import ON as _CHECKING
+from autodsl.core.journal import record_values
+from autodsl.core.watch import IN_PASS as _IN_PASS
+from autodsl.core.watch import after_op, note_write
+from autodsl.core.quiet import depth as quiet_depth
+from autodsl.core.quiet import ieee
+from autodsl.core.node import SOURCE_POS, Node, SavedOutput, caller_pos, next_seq_nr
+from autodsl.errors import AutogradError, DeviceError, DSLError, DTypeError, ShapeError
+from autodsl.core.tensor import PUBLIC_METHODS, Tensor, as_tensor
 
 __all__ = ["Op", "defop", "apply", "inplace", "REGISTRY", "OpInfo", "sum_to", "to_op"]
 
@@ -340,9 +340,9 @@ def _translate(cls, tensors, e):
         return ShapeError(f"{cls.op_name}: the shapes {shapes} do not fit ({msg}); "
                           "check the shapes with .shape, or reshape/transpose one operand")
     if isinstance(e, IndexError):
-        from ..errors import IndexError_  # noqa: PLC0415
+        from autodsl.errors import IndexError_  # noqa: PLC0415
         return IndexError_(f"{cls.op_name}: {msg}")
-    from ..errors import ValueError_  # noqa: PLC0415
+    from autodsl.errors import ValueError_  # noqa: PLC0415
     return ValueError_(f"{cls.op_name}: {msg}")
 
 
@@ -364,7 +364,7 @@ def inplace(fn, target: Tensor, *args, what: str = "in-place operation", ufunc: 
     if grad_mode.is_grad_enabled():
         for t in (target, base):
             if t is not None and t.grad_fn is None and t._requires_grad:
-                from ..autograd.watch import names_of  # noqa: PLC0415 - only on this error
+                from autodsl.core.watch import names_of  # noqa: PLC0415 - only on this error
                 who = names_of(target)          # "w += ..." with the user's name, not the placeholder x
                 if who and what.startswith(("x ", "writing x[")):
                     what = what.replace("x", who[0], 1)
@@ -437,7 +437,7 @@ def _inplace_on_view(fn, view: Tensor, base: Tensor, args, what: str) -> Tensor:
     """An in-place write through an indexing view, recorded as PyTorch's CopySlices does:
     the base's new history is "the old base with this slice replaced", and the view's
     history becomes the slice of that new base."""
-    from .movement import _Raw, getitem, index_put  # noqa: PLC0415
+    from autodsl.ops.movement import _Raw, getitem, index_put  # noqa: PLC0415
     chain = [params["key"] for _, params in view._view_chain]
     out = fn(_snapshot(view), *args)
     old_base = _snapshot(base)
@@ -529,7 +529,7 @@ class SumTo(Op):
     rule = "grad summed back to a's shape"
 
     def backward(self, g):
-        from .movement import expand  # noqa: PLC0415
+        from autodsl.ops.movement import expand  # noqa: PLC0415
         return (expand(g, self.shape_in),)
 
 

@@ -10,8 +10,8 @@ import types
 
 import numpy as np
 
-from .tensor import Tensor
-from .textfmt import format_array, format_number
+from autodsl.core.tensor import Tensor
+from autodsl.textfmt import format_array, format_number
 
 __all__ = ["format_array", "format_number", "format_value"]
 

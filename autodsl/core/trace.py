@@ -18,12 +18,12 @@ from contextvars import ContextVar
 
 import numpy as np
 
-from .. import backend
-from ..errors import AutogradError
-from ..textfmt import format_array
-from . import watch
-from .node import format_pos, pos_text
-from .rules import operand_names, rule_text, scalar_values, with_numbers, with_operands
+import autodsl.backend as backend
+from autodsl.errors import AutogradError
+from autodsl.textfmt import format_array
+from autodsl.core import watch
+from autodsl.core.node import format_pos, pos_text
+from autodsl.core.rules import operand_names, rule_text, scalar_values, with_numbers, with_operands
 
 __all__ = ["Trace", "Step", "trace", "tracing", "is_trace_enabled", "set_trace_enabled",
            "last_trace", "new_recorder", "walk", "node_labels", "leaf_label", "leaf_labels", "LazyNames"]
@@ -55,7 +55,7 @@ def trace(enabled: bool = True) -> None:
     Raises TypeError_ for a string (``trace("off")``: use false).
     """
     if isinstance(enabled, str):      # trace("off") would turn it on
-        from ..errors import TypeError_  # noqa: PLC0415
+        from autodsl.errors import TypeError_  # noqa: PLC0415
         raise TypeError_(f"trace() takes true or false, not the string {enabled!r}")
     set_trace_enabled(enabled)
 
@@ -242,7 +242,7 @@ class Trace:
         # do not depend on names: walk the graph once; leaves are named afresh each time.
         base = self.__dict__.get("_base_labels")
         if base is None:
-            from .node import AccumulateGrad  # noqa: PLC0415
+            from autodsl.core.node import AccumulateGrad  # noqa: PLC0415
             roots = [st.node for st in self.steps if st.deps == 0] + [st.node for st in self.steps]
             base = self._base_labels = node_labels(roots)
             self._leaf_nodes = [n for n in base if isinstance(n, AccumulateGrad)]
@@ -389,7 +389,7 @@ def _plain(arr):
     return np.array(flat, dtype=object).reshape(a.shape).tolist()
 
 
-# -- node labels, shared with autodsl.graphview ---------------------------------------------------
+# -- node labels, shared with autodsl.tools.graph ---------------------------------------------------
 
 def walk(roots):
     """Every node reachable from ``roots``, each once, in depth-first pre-order.
@@ -493,9 +493,9 @@ def node_labels(roots, names=None) -> dict:
     ``AccumulateGrad(w1)`` for leaves (``names``: {id(tensor): variable name});
     unnamed leaves of one shape are numbered too (``leaf_labels``).
 
-    The trace and ``autodsl.graphview`` both use it, so they name nodes alike.
+    The trace and ``autodsl.tools.graph`` both use it, so they name nodes alike.
     """
-    from .node import AccumulateGrad  # noqa: PLC0415
+    from autodsl.core.node import AccumulateGrad  # noqa: PLC0415
     labels = {}
     counts = {}
     leaves = []

@@ -26,9 +26,9 @@ from typing import Callable, Iterable
 from prompt_toolkit.completion import Completer, Completion, PathCompleter
 from prompt_toolkit.document import Document
 
-from .lang.interpreter import NODE_ATTRIBUTES, UserFunction
-from .lang.parser import KEYWORDS
-from .tensor import PUBLIC_ATTRIBUTES, PUBLIC_METHODS, Tensor
+from autodsl.lang.interpreter import NODE_ATTRIBUTES, UserFunction
+from autodsl.lang.parser import KEYWORDS
+from autodsl.core.tensor import PUBLIC_ATTRIBUTES, PUBLIC_METHODS, Tensor
 
 __all__ = ["AutodslCompleter", "one_line_doc", "describe_binding", "call_context"]
 

@@ -20,15 +20,15 @@ from pathlib import Path
 
 import numpy as np
 
-from . import backend
-from .autograd.grad_mode import enable_grad
-from .autograd.trace import tracing
-from .autograd.watch import quiet
-from .creation import linspace, ones_like, tensor
-from .errors import DSLError, RuntimeError_, ShapeError, TypeError_, ValueError_
-from .functional import grad
-from .graphview import FILES_ALLOWED
-from .tensor import Tensor
+import autodsl.backend as backend
+from autodsl.core.grad_mode import enable_grad
+from autodsl.core.trace import tracing
+from autodsl.core.watch import quiet
+from autodsl.ops.creation import linspace, ones_like, tensor
+from autodsl.errors import DSLError, RuntimeError_, ShapeError, TypeError_, ValueError_
+from autodsl.core.autograd import grad
+from autodsl.tools.graph import FILES_ALLOWED
+from autodsl.core.tensor import Tensor
 
 __all__ = ["plot", "Plot"]
 

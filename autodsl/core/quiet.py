@@ -7,7 +7,7 @@ once, and ops inside skip it (``depth``).
 """
 from __future__ import annotations
 
-from ..backend import ignore_fp_errors
+from autodsl.backend import ignore_fp_errors
 
 __all__ = ["ieee", "depth"]
 

@@ -15,13 +15,13 @@ from __future__ import annotations
 import sys
 import warnings
 
-from . import backend
-from .autograd import grad_mode
-from .autograd.engine import GraphTask
-from .autograd.journal import record_grad
-from .autograd.node import SOURCE_POS, AccumulateGrad, caller_pos
-from .errors import AutogradError, DeviceError, IndexError_, DTypeError, ShapeError, TypeError_, ValueError_
-from .textfmt import format_tensor_parts
+import autodsl.backend as backend
+from autodsl.core import grad_mode
+from autodsl.core.engine import GraphTask
+from autodsl.core.journal import record_grad
+from autodsl.core.node import SOURCE_POS, AccumulateGrad, caller_pos
+from autodsl.errors import AutogradError, DeviceError, IndexError_, DTypeError, ShapeError, TypeError_, ValueError_
+from autodsl.textfmt import format_tensor_parts
 
 __all__ = ["Tensor", "as_tensor", "array_from_data", "make_seeds", "run_backward", "PUBLIC_ATTRIBUTES", "PUBLIC_METHODS"]
 
@@ -49,7 +49,7 @@ class Tensor:
     ``grad`` (a Tensor or None), ``grad_fn`` (the node that made it, None for
     leaves), ``retains_grad``, ``version`` (in-place writes so far).
 
-    Make tensors with ``autodsl.tensor(...)`` and the other creation functions.
+    Make tensors with ``autodsl.core.tensor(...)`` and the other creation functions.
     """
 
     __slots__ = ("_data", "_version", "_base", "_requires_grad", "grad_fn", "_grad",

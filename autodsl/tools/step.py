@@ -1,12 +1,12 @@
 """``step(y)``: a backward pass run one node at a time (the REPL's ``:step``)."""
 from __future__ import annotations
 
-from .autograd import watch
-from .autograd.engine import GraphTask
-from .autograd.stepper import BackwardStepper
-from .errors import AutogradError, TypeError_
-from .graphview import names_by_id, user_names
-from .tensor import Tensor, make_seeds
+from autodsl.core import watch
+from autodsl.core.engine import GraphTask
+from autodsl.core.stepper import BackwardStepper
+from autodsl.errors import AutogradError, TypeError_
+from autodsl.tools.graph import names_by_id, user_names
+from autodsl.core.tensor import Tensor, make_seeds
 
 __all__ = ["step", "BackwardStepper"]
 

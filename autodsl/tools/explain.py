@@ -13,19 +13,19 @@ the paths add up to ``grad(f, x)``.
 """
 from __future__ import annotations
 
-from . import backend
-from .autograd import grad_mode
-from .autograd.engine import GraphTask
-from .autograd.node import AccumulateGrad, pos_text
-from .autograd.rules import enclosed
-from .autograd.quiet import ieee
-from .autograd.trace import node_labels, tracing
-from .autograd import watch
-from .autograd.watch import quiet
-from .errors import AutogradError, IndexError_, TypeError_, ValueError_
-from .graphview import NAMES, names_by_id
-from .tensor import Tensor
-from .textfmt import format_array, format_number
+import autodsl.backend as backend
+from autodsl.core import grad_mode
+from autodsl.core.engine import GraphTask
+from autodsl.core.node import AccumulateGrad, pos_text
+from autodsl.core.rules import enclosed
+from autodsl.core.quiet import ieee
+from autodsl.core.trace import node_labels, tracing
+from autodsl.core import watch
+from autodsl.core.watch import quiet
+from autodsl.errors import AutogradError, IndexError_, TypeError_, ValueError_
+from autodsl.tools.graph import NAMES, names_by_id
+from autodsl.core.tensor import Tensor
+from autodsl.textfmt import format_array, format_number
 
 __all__ = ["explain", "Explanation", "PathTerm"]
 
@@ -335,7 +335,7 @@ def _total(f, x, target, n_paths, paths, with_hooks=False):
         if total is None:
             return backend.to_host(backend.xp("cpu").zeros(x.shape))
         return total
-    from .functional import grad    # every path, without listing them: one backward,
+    from autodsl.core.autograd import grad# every path, without listing them: one backward,
     # neither traced nor recorded as the user's last backward (for why())
     with grad_mode.enable_grad(), tracing(False), quiet():
         (g,) = grad(f, [x], retain_graph=True, allow_unused=True)

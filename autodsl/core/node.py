@@ -19,7 +19,7 @@ import re
 import sys
 from contextvars import ContextVar
 
-from ..errors import AutogradError, DeviceError, DTypeError, ShapeError, TypeError_
+from autodsl.errors import AutogradError, DeviceError, DTypeError, ShapeError, TypeError_
 
 __all__ = ["Node", "AccumulateGrad", "SavedTensor", "SavedOutput", "SOURCE_POS", "next_seq_nr",
            "RemovableHandle",
@@ -39,7 +39,7 @@ def caller_pos(depth: int = 2):
     """``(file, line, None, None)`` of the first frame outside the autodsl package, or None.
 
     Used for nodes made from the Python API, so that a user of
-    ``autodsl.tensor(...) * w`` sees their own file and line in traces and errors.
+    ``autodsl.core.tensor(...) * w`` sees their own file and line in traces and errors.
     """
     try:
         f = sys._getframe(depth)
@@ -160,7 +160,7 @@ def _check_version(node, index, counter, version, shape, tensor=None, data=None)
 def _version_message(node, counter, version, shape, tensor, data) -> str:
     """The version error, for people: the variable (when a Session can name it), the node that
     saved it and where, the in-place write that changed it and where, both versions, the fix."""
-    from .watch import names_of, write_record  # noqa: PLC0415 (watch imports this module)
+    from autodsl.core.watch import names_of, write_record  # noqa: PLC0415 (watch imports this module)
     names = names_of(tensor, counter, data)
     facts = [f"shape {tuple(shape)}"]
     if tensor is None:

@@ -12,8 +12,8 @@ from pygments.lexer import RegexLexer, bygroups, words
 from pygments.token import (Comment, Keyword, Name, Number, Operator, Punctuation, String, Text,
                             Whitespace)
 
-from .lang.builtins import LANGUAGE_BUILTINS, core_functions
-from .lang.parser import KEYWORDS
+from autodsl.lang.builtins import LANGUAGE_BUILTINS, core_functions
+from autodsl.lang.parser import KEYWORDS
 
 __all__ = ["AutodslLexer", "BUILTIN_NAMES", "CONSTANTS", "PREDEFINED"]
 

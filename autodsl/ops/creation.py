@@ -5,12 +5,12 @@ session's default), ``device=`` ("cpu" or "cuda") and ``requires_grad=``.
 """
 from __future__ import annotations
 
-from . import backend
-from .backend import seed
-from .errors import DTypeError, ShapeError, ValueError_
-from .autograd import grad_mode
-from .autograd.node import SOURCE_POS, caller_pos
-from .tensor import Tensor, array_from_data
+import autodsl.backend as backend
+from autodsl.backend import seed
+from autodsl.errors import DTypeError, ShapeError, ValueError_
+from autodsl.core import grad_mode
+from autodsl.core.node import SOURCE_POS, caller_pos
+from autodsl.core.tensor import Tensor, array_from_data
 
 __all__ = ["tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "rand", "randn",
            "arange", "linspace", "eye", "seed"]

@@ -29,15 +29,15 @@ import warnings
 
 import numpy as np
 
-from . import backend
-from .autograd.grad_mode import enable_grad
-from .autograd.trace import tracing
-from .autograd.watch import caller_namespace, quiet
-from .creation import zeros_like
-from .errors import AutogradError, DTypeError, TypeError_, ValueError_
-from .functional import grad
-from .graphview import NAMES
-from .tensor import Tensor
+import autodsl.backend as backend
+from autodsl.core.grad_mode import enable_grad
+from autodsl.core.trace import tracing
+from autodsl.core.watch import caller_namespace, quiet
+from autodsl.ops.creation import zeros_like
+from autodsl.errors import AutogradError, DTypeError, TypeError_, ValueError_
+from autodsl.core.autograd import grad
+from autodsl.tools.graph import NAMES
+from autodsl.core.tensor import Tensor
 
 __all__ = ["check", "gradcheck", "gradgradcheck", "CheckResult", "CheckRow"]
 

@@ -25,13 +25,13 @@ from pathlib import Path
 
 import numpy as np
 
-from . import backend
-from .autograd import watch
-from .autograd.node import AccumulateGrad, format_pos, pos_text
-from .autograd.trace import leaf_label, node_labels, walk
-from .errors import RuntimeError_, TypeError_, ValueError_
-from .tensor import Tensor
-from .textfmt import format_array, format_number
+import autodsl.backend as backend
+from autodsl.core import watch
+from autodsl.core.node import AccumulateGrad, format_pos, pos_text
+from autodsl.core.trace import leaf_label, node_labels, walk
+from autodsl.errors import RuntimeError_, TypeError_, ValueError_
+from autodsl.core.tensor import Tensor
+from autodsl.textfmt import format_array, format_number
 
 __all__ = ["graph", "dot", "Graph", "RENDER_FORMATS"]
 

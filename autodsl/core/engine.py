@@ -12,15 +12,15 @@ import contextlib
 import gc
 import heapq
 
-from ..backend import kind_of
-from ..errors import AutogradError
-from . import grad_mode
-from . import trace as _trace
-from .anomaly import ON as _CHECKING
-from .anomaly import check_backward
-from .node import SOURCE_POS, AccumulateGrad, pos_text
-from .watch import IN_PASS, note_backward
-from .quiet import ieee
+from autodsl.backend import kind_of
+from autodsl.errors import AutogradError
+from autodsl.core import grad_mode
+from autodsl.core import trace as _trace
+from autodsl.core.anomaly import ON as _CHECKING
+from autodsl.core.anomaly import check_backward
+from autodsl.core.node import SOURCE_POS, AccumulateGrad, pos_text
+from autodsl.core.watch import IN_PASS, note_backward
+from autodsl.core.quiet import ieee
 
 __all__ = ["GraphTask"]
 
@@ -54,7 +54,7 @@ class GraphTask:
         self.targets = targets
         self.accumulate = accumulate
         self.recorder = _trace.new_recorder()
-        note_backward(self)         # why() starts from the last backward's roots (autograd/watch.py)
+        note_backward(self)         # why() starts from the last backward's roots (core/watch.py)
 
     def _dependencies(self):
         deps = {}
@@ -110,7 +110,7 @@ class GraphTask:
         paused = gc.isenabled()
         if paused:
             gc.disable()
-        IN_PASS[0] += 1             # ops of backward formulas are not the user's (autograd/watch.py)
+        IN_PASS[0] += 1             # ops of backward formulas are not the user's (core/watch.py)
         try:
             with grad_mode.set_grad_enabled(self.create_graph), ieee():
                 yield
@@ -120,7 +120,7 @@ class GraphTask:
                 gc.enable()
 
     def steps(self):
-        """The pass as a generator for a step-by-step debugger (``autodsl.autograd.stepper``).
+        """The pass as a generator for a step-by-step debugger (``autodsl.core.stepper``).
 
         It pauses before each node runs, yielding ``(node, gradient about to flow, ready
         heap, remaining dependency counts, gradient buffers)``; the caller must resume it
@@ -186,7 +186,7 @@ class GraphTask:
                     else:
                         outs = self._validate(node, node.apply(g), g)
                     if _CHECKING[0]:
-                        check_backward(node, g, outs)     # anomaly mode (autograd/anomaly.py)
+                        check_backward(node, g, outs)     # anomaly mode (core/anomaly.py)
                     ran.append(node)
                     if rec is not None:
                         rec.step(node, g, outs)

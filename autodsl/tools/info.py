@@ -24,11 +24,11 @@ def info(x) -> Info:
     """shape, dtype, device, requires_grad, is_leaf, grad_fn, retains_grad, grad and
     version of tensor ``x``. Example: ``info(w)``
     """
-    from .display import format_array, format_value  # noqa: PLC0415
-    from .errors import TypeError_  # noqa: PLC0415
-    from .tensor import Tensor  # noqa: PLC0415
-    from . import backend  # noqa: PLC0415
-    from .autograd.node import format_pos  # noqa: PLC0415
+    from autodsl.tools.display import format_array, format_value  # noqa: PLC0415
+    from autodsl.errors import TypeError_  # noqa: PLC0415
+    from autodsl.core.tensor import Tensor  # noqa: PLC0415
+    import autodsl.backend as backend  # noqa: PLC0415
+    from autodsl.core.node import format_pos  # noqa: PLC0415
     if not isinstance(x, Tensor):
         what = f"the graph node {x.name}" if hasattr(x, "next_edges") and hasattr(x, "name") \
             else type(x).__name__

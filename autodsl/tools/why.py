@@ -40,15 +40,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import backend
-from .autograd import watch
-from .autograd.node import AccumulateGrad, format_pos, pos_text
-from .autograd.rules import input_value, output_value
-from .autograd.trace import last_trace, node_labels, walk
-from .errors import DSLError, TypeError_
-from .graphview import NAMES, _name_maps
-from .tensor import Tensor
-from .textfmt import format_array, format_number
+import autodsl.backend as backend
+from autodsl.core import watch
+from autodsl.core.node import AccumulateGrad, format_pos, pos_text
+from autodsl.core.rules import input_value, output_value
+from autodsl.core.trace import last_trace, node_labels, walk
+from autodsl.errors import DSLError, TypeError_
+from autodsl.tools.graph import NAMES, _name_maps
+from autodsl.core.tensor import Tensor
+from autodsl.textfmt import format_array, format_number
 
 __all__ = ["why", "Why", "REASONS"]
 
@@ -218,7 +218,7 @@ class _Explainer:
         if g is not None and g.size and np.all(np.isfinite(g)) and np.all(g != 0):
             return Why("ok", [f"{self.grad_of} is set and has no zero entries: {_value(g)}"])
         if g is not None and not np.all(np.isfinite(g)):
-            from .autograd.anomaly import get_anomaly_mode
+            from autodsl.core.anomaly import get_anomaly_mode
             hint = ("Anomaly mode is on: its report (printed once per site, where the computation or "
                     "the backward ran) names the op, forward or backward, that first made a nan or inf "
                     "from finite values." if get_anomaly_mode() else
@@ -472,9 +472,9 @@ class _Explainer:
         return self.rerun(last, target)
 
     def rerun(self, last, target):
-        from .autograd.anomaly import anomaly_scope  # noqa: PLC0415
-        from .autograd.engine import GraphTask  # noqa: PLC0415
-        from .autograd.trace import Recorder  # noqa: PLC0415
+        from autodsl.core.anomaly import anomaly_scope  # noqa: PLC0415
+        from autodsl.core.engine import GraphTask  # noqa: PLC0415
+        from autodsl.core.trace import Recorder  # noqa: PLC0415
         seeds = []
         for ref, data, device in last.seeds:
             node = ref()

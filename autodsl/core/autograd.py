@@ -1,9 +1,9 @@
 """``grad()``: gradients as values, without touching ``.grad``."""
 from __future__ import annotations
 
-from .autograd.engine import GraphTask
-from .errors import AutogradError
-from .tensor import Tensor, make_seeds
+from autodsl.core.engine import GraphTask
+from autodsl.errors import AutogradError
+from autodsl.core.tensor import Tensor, make_seeds
 
 __all__ = ["grad"]
 

@@ -11,10 +11,10 @@ has succeeded, every ``.grad`` stays as it was.
 """
 from __future__ import annotations
 
-from ..textfmt import format_array
-from .node import format_pos
-from .rules import scalar_values
-from .trace import Recorder, Trace, node_labels
+from autodsl.textfmt import format_array
+from autodsl.core.node import format_pos
+from autodsl.core.rules import scalar_values
+from autodsl.core.trace import Recorder, Trace, node_labels
 
 __all__ = ["BackwardStepper"]
 
@@ -84,7 +84,7 @@ class BackwardStepper:
         Raises whatever the node raises (a version error, ...); the pass is then
         over and no ``.grad`` has changed.
         """
-        from ..errors import ValueError_  # noqa: PLC0415
+        from autodsl.errors import ValueError_  # noqa: PLC0415
         try:
             n = int(n)
         except (TypeError, ValueError):
@@ -181,7 +181,7 @@ class BackwardStepper:
 
 
 def _host(t):
-    from .. import backend  # noqa: PLC0415
+    import autodsl.backend as backend  # noqa: PLC0415
     return backend.to_host(t._data)
 
 

@@ -24,17 +24,17 @@ double-backward trick, as PyTorch does: a forward-mode product obtained from
 two reverse passes.
 
 The derivative formulas are those of each op's ``backward`` (``autodsl.ops``);
-this module only arranges reverse passes (``autodsl.functional.grad``) the way
+this module only arranges reverse passes (``autodsl.core.autograd.grad``) the way
 ``torch/autograd/functional.py`` does.
 """
 from __future__ import annotations
 
-from .autograd.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
-from .creation import zeros, zeros_like
-from .errors import AutogradError, ShapeError, TypeError_, ValueError_
-from .functional import grad
-from .ops.movement import reshape, stack
-from .tensor import Tensor
+from autodsl.core.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
+from autodsl.ops.creation import zeros, zeros_like
+from autodsl.errors import AutogradError, ShapeError, TypeError_, ValueError_
+from autodsl.core.autograd import grad
+from autodsl.ops.movement import reshape, stack
+from autodsl.core.tensor import Tensor
 
 __all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "vhp"]
 

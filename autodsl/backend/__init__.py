@@ -38,7 +38,7 @@ from contextvars import ContextVar
 import array_api_compat
 import numpy as np
 
-from .errors import DeviceError, DTypeError, ValueError_
+from autodsl.errors import DeviceError, DTypeError, ValueError_
 
 __all__ = [
     "DType", "float32", "float64", "int64", "bool_", "DTYPES", "as_dtype",

@@ -14,7 +14,7 @@ import contextlib
 import sys
 import time
 
-from .lang.interpreter import loop_progress
+from autodsl.lang.interpreter import loop_progress
 
 __all__ = ["ProgressLine", "ClearingWriter"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .errors import LANGUAGE
+from autodsl.errors import LANGUAGE
 
 __all__ = ["main", "build_parser"]
 
@@ -88,14 +88,14 @@ def _progress_line(session):
         tty = False
     if not tty:
         return contextlib.nullcontext()
-    from .progress import ClearingWriter, ProgressLine
+    from autodsl.cli.progress import ClearingWriter, ProgressLine
     progress = ProgressLine()
     session.out = ClearingWriter(progress, session.out)
     return progress.running()
 
 
 def _run_sources(session, sources: list[tuple[str, str]]) -> int:
-    from .errors import DSLError
+    from autodsl.errors import DSLError
     try:
         # parse every file first: a syntax error anywhere runs nothing
         programs = [session.parse(text, name) for name, text in sources]
@@ -109,9 +109,9 @@ def _run_sources(session, sources: list[tuple[str, str]]) -> int:
     return 0
 
 
-def _fallback_repl(session) -> int:  # pragma: no cover - used only when autodsl.repl is missing
-    from .errors import DSLError
-    from .lang.parser import is_incomplete
+def _fallback_repl(session) -> int:  # pragma: no cover - used only when autodsl.cli.repl is missing
+    from autodsl.errors import DSLError
+    from autodsl.lang.parser import is_incomplete
     buf = ""
     while True:
         try:
@@ -149,8 +149,8 @@ def _main(argv) -> int:
         else:
             sources.append((path, _read(path, parser)))
 
-    from .errors import DSLError
-    from .session import Session
+    from autodsl.errors import DSLError
+    from autodsl.session import Session
     try:
         session = Session(device=args.device, dtype=args.dtype, trace=args.trace, anomaly=args.anomaly)
     except DSLError as e:
@@ -162,7 +162,7 @@ def _main(argv) -> int:
     if sys.stdin is not None and not sys.stdin.isatty():
         return _run_sources(session, [("<stdin>", sys.stdin.read())])
     try:
-        from . import repl
+        from autodsl.cli import repl
     except ImportError:
         repl = None
     if repl is not None and hasattr(repl, "main"):

@@ -34,11 +34,11 @@ from contextvars import ContextVar
 
 import numpy as np
 
-from .. import backend
-from ..errors import AutogradError, TypeError_, ValueError_
-from ..textfmt import format_number
-from .node import SOURCE_POS, caller_pos, format_pos, pos_text
-from .rules import input_value, output_value
+import autodsl.backend as backend
+from autodsl.errors import AutogradError, TypeError_, ValueError_
+from autodsl.textfmt import format_number
+from autodsl.core.node import SOURCE_POS, caller_pos, format_pos, pos_text
+from autodsl.core.rules import input_value, output_value
 
 __all__ = ["anomaly", "detect_anomaly", "anomaly_scope", "get_anomaly_mode", "AnomalyReport",
            "AnomalyWarning", "check_forward", "check_backward", "ON", "MODES"]
@@ -374,4 +374,4 @@ def check_backward(node, grad, outs) -> None:
     _emit(st, _site("backward", node.name, node.pos, i), report, AutogradError)
 
 
-from . import watch as _watch  # noqa: E402 (last: watch imports this module)
+from autodsl.core import watch as _watch  # noqa: E402 (last: watch imports this module)

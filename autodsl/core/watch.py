@@ -25,8 +25,8 @@ import itertools
 import weakref
 from contextvars import ContextVar
 
-from . import anomaly as _anomaly
-from .node import SOURCE_POS, caller_pos
+from autodsl.core import anomaly as _anomaly
+from autodsl.core.node import SOURCE_POS, caller_pos
 
 __all__ = ["NAMES", "LAST", "IN_PASS", "LastBackward", "last_backward", "note_backward", "after_op",
            "note_write", "write_record", "breaks_from", "all_breaks", "made_by", "Break", "names_of", "quiet",
@@ -65,7 +65,7 @@ def names_of(tensor=None, counter=None, data=None) -> list[str]:
 def caller_frame():
     """The first frame outside autodsl (the Python API user's code), or None."""
     import sys  # noqa: PLC0415
-    from .node import _PACKAGE_DIR  # noqa: PLC0415
+    from autodsl.core.node import _PACKAGE_DIR  # noqa: PLC0415
     f = sys._getframe(1)
     while f is not None and (f.f_code.co_filename.startswith(_PACKAGE_DIR)
                              or f.f_code.co_filename.startswith("<frozen ")):     # runpy: not the user's
@@ -74,9 +74,9 @@ def caller_frame():
 
 
 def is_tensor(v) -> bool:
-    """True for an autodsl tensor (autograd cannot import ``autodsl.tensor``: the class is
+    """True for an autodsl tensor (autograd cannot import ``autodsl.core.tensor``: the class is
     recognised by name, on the type, so no module's ``__getattr__`` runs; a torch tensor is not one)."""
-    return any(c.__name__ == "Tensor" and c.__module__ == "autodsl.tensor" for c in type(v).__mro__)
+    return any(c.__name__ == "Tensor" and c.__module__ == "autodsl.core.tensor" for c in type(v).__mro__)
 
 
 def named_tensors(*namespaces) -> dict:
@@ -106,7 +106,7 @@ def caller_namespace() -> dict:
     return named_tensors(*frame_namespaces(caller_frame()))
 
 
-_caller_namespace = caller_namespace      # the name explain.py and why.py use
+_caller_namespace = caller_namespace      # the name explain.py and tools/why.py use
 
 
 # -- the last backward --------------------------------------------------------------------------
@@ -131,7 +131,7 @@ class LastBackward:
         self.freed_before = any(getattr(node, "_released", False) for node, _ in task.seeds)
         self.pos = SOURCE_POS.get() or caller_pos()
         self.recorder = task.recorder
-        # a pass run by step() (autograd/stepper.py): "paused" or "aborted" until it finishes
+        # a pass run by step() (core/stepper.py): "paused" or "aborted" until it finishes
         self.stepping = None
 
     @property

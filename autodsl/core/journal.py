@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 from contextvars import ContextVar
 
-from ..backend import copy as _copy
+from autodsl.backend import copy as _copy
 
 __all__ = ["transaction", "record_values", "record_grad"]
 

@@ -1,0 +1,1 @@
+"""The command line and the REPL: main, the prompt, completion, the lexer, progress."""
