@@ -6,13 +6,12 @@ source line, and a caret under the column. The position is attached where the
 error crosses the language boundary (the interpreter); an error raised by a
 call from Python (outside the language) carries the caller's file and line.
 
-This module imports nothing from autodsl.
+It imports only the run context and the source positions, which import nothing.
 """
 from __future__ import annotations
 
-import linecache
-import os
-import sys
+from autodsl.context import current
+from autodsl.source import caller_line
 
 __all__ = [
     "DSLError", "ParseError", "NameError_", "ShapeError", "DTypeError",
@@ -23,25 +22,6 @@ __all__ = [
 
 _MAX_SHOWN = 160   # characters of a source line shown under an error
 _MAX_CALLS = 5     # call-context lines shown under an error (innermost ones and the outermost)
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-# How many language runs (Session contexts, REPL inputs) are open. Inside one, the
-# interpreter attaches the script's position to an error; outside, an error made by a
-# call from Python takes the caller's file and line. Process-wide, like the trace depth.
-LANGUAGE = [0]
-
-
-def _python_caller():
-    """(file, line, source line) of the first frame outside the autodsl package, or None."""
-    f = sys._getframe(2)
-    while f is not None and (f.f_code.co_filename.startswith(_PACKAGE_DIR)
-                             or f.f_code.co_filename.startswith("<frozen ")):     # runpy: not the user's
-        f = f.f_back
-    if f is None:
-        return None
-    name, line = f.f_code.co_filename, f.f_lineno
-    return name, line, linecache.getline(name, line).rstrip("\n") or None
-
 
 class DSLError(Exception):
     """Base of every autodsl error.
@@ -70,8 +50,8 @@ class DSLError(Exception):
         self.end_column = end_column
         self.calls: list[str] = []
         self._python = False        # the position is a Python caller's, which a script's replaces
-        if line is None and not LANGUAGE[0]:      # a call from Python: point at the caller's line
-            caller = _python_caller()
+        if line is None and not current().language:      # a call from Python: point at the caller's line
+            caller = caller_line(1)
             if caller is not None:
                 self.file, self.line, self.source_line = caller
                 self._python = True

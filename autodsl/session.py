@@ -21,11 +21,12 @@ import sys
 import warnings
 from typing import Any
 
-from autodsl.errors import LANGUAGE, NameError_
-from autodsl.lang import ast as A
+import autodsl.backend as backend
+from autodsl.context import RunContext, current, use
+from autodsl.core.anomaly import anomaly_state, get_anomaly_mode
 from autodsl.core.quiet import ieee
-from autodsl.tools.graph import FILES_ALLOWED
-from autodsl.tools.graph import NAMES as GRAPH_NAMES
+from autodsl.errors import NameError_
+from autodsl.lang import ast as A
 from autodsl.lang.builtins import make_builtins
 from autodsl.lang.interpreter import Interpreter
 from autodsl.lang.parser import parse
@@ -46,7 +47,6 @@ class UnknownNameError(NameError_, KeyError):
 
 
 def _predefined() -> dict:
-    import autodsl.backend as backend
     names: dict[str, Any] = {"inf": math.inf, "nan": math.nan, "pi": math.pi}
     for dt in ("float32", "float64", "int64", "bool"):
         names[dt] = backend.as_dtype(dt)
@@ -58,20 +58,15 @@ class Session:
 
     def __init__(self, device: str = "cpu", dtype=None, trace: bool = False, echo: bool = True,
                  out=None, files: bool = True, anomaly=False):
-        import autodsl.backend as backend
-        from autodsl.core.anomaly import anomaly_scope
-        self.device = backend.check_device(device)
-        # anomaly mode: False/None (off), True or "warn", "raise" (see autodsl.anomaly)
-        self.anomaly = "warn" if anomaly is True else (anomaly or None)
-        self._last_backward = [None]            # what why() explains (autograd.watch.LAST)
-        with anomaly_scope(self.anomaly):       # validates it
-            pass
-        if dtype is not None:
-            with backend.defaults(dtype=dtype):   # validates it (floating dtypes only)
-                pass
+        # The session's run context: its defaults, trace, anomaly mode, names, files
+        # permission and last backward, current while its code runs (see autodsl.context).
+        self._ctx = RunContext(language=1, names=lambda: self.namespace,
+                               trace_sink=self._set_last_trace, trace_printer=self._print_trace)
+        self.device = device
         self.dtype = dtype
-        self.trace = bool(trace)
-        self.files = bool(files)    # False: no built-in may write files (dot(x, "f.svg")), for embedding
+        self.anomaly = anomaly
+        self.trace = trace
+        self.files = files      # False: no built-in may write files (dot(x, "f.svg")), for embedding
         self.echo = echo
         self.out = out
         self.last_trace = None
@@ -79,14 +74,60 @@ class Session:
         self._builtins = make_builtins(lambda: self.out)
         self._interp = Interpreter(self.namespace, self._builtins, echo=self._echo)
 
+    # -- settings (fields of the session's run context) -------------------------
+    @property
+    def device(self) -> str:
+        """The default device of new tensors in this session ("cpu" or "cuda")."""
+        return self._ctx.default_device
+
+    @device.setter
+    def device(self, device) -> None:
+        self._ctx.default_device = backend.check_device(device)
+
+    @property
+    def dtype(self):
+        """The session's default floating dtype, or None to use the Python API's default."""
+        return self._ctx.default_dtype
+
+    @dtype.setter
+    def dtype(self, dtype) -> None:
+        if dtype is not None:
+            with backend.defaults(dtype=dtype):     # validates it (floating dtypes only)
+                dtype = backend.get_default_dtype()
+        self._ctx.default_dtype = dtype
+
+    @property
+    def trace(self) -> bool:
+        """True when every backward in this session prints its trace."""
+        return self._ctx.trace_enabled
+
+    @trace.setter
+    def trace(self, on) -> None:
+        self._ctx.trace_enabled = bool(on)
+
+    @property
+    def anomaly(self):
+        """Anomaly mode: None (off), "warn" or "raise" (see autodsl.anomaly)."""
+        return get_anomaly_mode(self._ctx)
+
+    @anomaly.setter
+    def anomaly(self, mode) -> None:
+        self._ctx.anomaly = anomaly_state("warn" if mode is True else (mode or None))
+
+    @property
+    def files(self) -> bool:
+        """False: no built-in may write files (for embedding)."""
+        return self._ctx.files_allowed
+
+    @files.setter
+    def files(self, allowed) -> None:
+        self._ctx.files_allowed = bool(allowed)
+
     # -- running ---------------------------------------------------------------
     def parse(self, source: str, filename: str = "<string>") -> A.Program:
         """Parse without running (raises ParseError)."""
-        LANGUAGE[0] += 1
-        try:
+        with use(self._ctx):
             return parse(source, filename)
-        finally:
-            LANGUAGE[0] -= 1
 
     def run(self, source: str | A.Program, filename: str = "<string>"):
         """Parse all of ``source``, then run it; the last bare expression's value, or None."""
@@ -114,39 +155,20 @@ class Session:
 
     @contextlib.contextmanager
     def context(self):
-        """The session's settings, in force while its code runs: default device and dtype,
-        the trace flag and where traces go, variable names for graphs and traces, whether
-        files may be written. ``run()`` uses it; so do REPL commands that call built-ins
-        directly (``:step``), so that they behave as the same code typed as a statement."""
-        import autodsl.backend as backend
-        from autodsl.core.anomaly import anomaly_scope, get_anomaly_mode
-        from autodsl.core.trace import is_trace_enabled, tracing
-        from autodsl.core.watch import LAST as LAST_BACKWARD
-        from autodsl.core.watch import NAMES as TENSOR_NAMES
-        start_dtype = self.dtype or backend.get_default_dtype()
-        names_token = GRAPH_NAMES.set(lambda: self.namespace)
-        tensor_names_token = TENSOR_NAMES.set(lambda: self.namespace)    # version errors name variables
-        last_token = LAST_BACKWARD.set(self._last_backward)
-        files_token = FILES_ALLOWED.set(self.files)
-        LANGUAGE[0] += 1        # errors get the script's position, not a Python caller's
-        try:
-            with ieee(), backend.defaults(device=self.device, dtype=start_dtype), \
-                    tracing(self.trace, sink=self._set_last_trace, printer=self._print_trace), \
-                    anomaly_scope(self.anomaly):
-                try:
-                    yield self
-                finally:
-                    self.trace = is_trace_enabled()
-                    self.anomaly = get_anomaly_mode()      # anomaly(true) in a script lasts for the session
-                    # set_default_dtype() in a script lasts for this session only
-                    if backend.get_default_dtype() is not start_dtype:
-                        self.dtype = backend.get_default_dtype()
-        finally:
-            LANGUAGE[0] -= 1
-            GRAPH_NAMES.reset(names_token)
-            TENSOR_NAMES.reset(tensor_names_token)
-            LAST_BACKWARD.reset(last_token)
-            FILES_ALLOWED.reset(files_token)
+        """Make the session's run context current: its default device and dtype, trace,
+        anomaly mode, variable names, files permission and last backward, and the language's
+        positions for errors. ``run()`` uses it; so do REPL commands that call built-ins
+        directly (``:step``), so that they behave as the same code typed as a statement.
+        The caller's grad mode and progress display carry over into it."""
+        ctx = self._ctx
+        outer = current()
+        if outer is ctx:            # already inside (a REPL command around a run)
+            yield self
+            return
+        ctx.grad_enabled = outer.grad_enabled
+        ctx.loop_progress = outer.loop_progress
+        with use(ctx), ieee():
+            yield self
 
     def _print_trace(self, text: str) -> None:
         out = self.out if self.out is not None else sys.stdout
@@ -171,8 +193,7 @@ class Session:
         def show(message, category, filename, lineno, file=None, line=None):
             pos = None
             try:
-                from autodsl.core.node import SOURCE_POS
-                pos = SOURCE_POS.get()
+                pos = current().pos
             except ImportError:  # pragma: no cover
                 pass
             if pos is None and interp.current_stmt is not None:

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import autodsl as ad
+from autodsl.context import current
 from autodsl.core import anomaly as A
 from autodsl.cli.repl import Repl
 
@@ -174,7 +175,7 @@ def test_create_graph_backward_checks_nodes_not_formula_ops():
 # -- the switch --------------------------------------------------------------------------------------
 
 def test_off_means_no_check():
-    assert A.ON[0] is False and A.get_anomaly_mode() is None
+    assert current().anomaly is None and A.get_anomaly_mode() is None
     assert caught(lambda: ad.sqrt(ad.tensor(-1.0))) == []
 
 
@@ -192,17 +193,17 @@ def test_a_string_is_not_a_switch():
 
 def test_detect_anomaly_context_manager():
     with ad.detect_anomaly(mode="raise"):
-        assert A.ON[0] and A.get_anomaly_mode() == "raise"
+        assert current().anomaly is not None and A.get_anomaly_mode() == "raise"
         with pytest.raises(ad.ValueError_) as info:
             ad.log(ad.tensor(0.0))
         assert info.value.report.bad == "-inf"
-    assert A.ON[0] is False
+    assert current().anomaly is None
 
 
 def test_scoped_per_session():
     s1, _, err1, _ = run_session("anomaly(true)\nsqrt(tensor(-1.0))\n")
     assert s1.anomaly == "warn" and "warning: anomaly" in err1
-    assert A.ON[0] is False and A.get_anomaly_mode() is None       # gone once the run ended
+    assert current().anomaly is None and A.get_anomaly_mode() is None       # gone once the run ended
     s2, _, err2, _ = run_session("sqrt(tensor(-1.0))\n")
     assert s2.anomaly is None and err2 == ""
     _, _, err3, _ = run_session("y = sqrt(tensor(-1.0))\n", anomaly=True)

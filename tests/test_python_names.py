@@ -1,5 +1,5 @@
 """From plain Python, the trace, graph(), dot() and step() name tensors by the caller's variables,
-as the language names them by its Session's: one mechanism (``autograd.watch.caller_namespace``).
+as the language names them by its Session's: one mechanism (``autodsl.names.caller_namespace``).
 
 Explicit ``names=`` wins; inside a Session its namespace wins; unnamed leaves of one shape are
 numbered alike in the graph and the trace; an untraced backward never walks frames.
@@ -13,7 +13,7 @@ import pytest
 
 import autodsl as ad
 from autodsl.core import trace as trace_mod
-from autodsl.core import watch
+import autodsl.names as names_mod
 
 G = ad.tensor(5.0, requires_grad=True)      # a module-level tensor: a global variable of this file
 
@@ -151,7 +151,7 @@ def test_globals_name_tensors_and_a_local_wins():
     del v
     _hidden = ad.tensor(1.0, requires_grad=True)       # names starting with _ are not shown
     assert "AccumulateGrad(leaf scalar)" in str(ad.graph(_hidden * 2.0))
-    ns = watch.caller_namespace()          # tensors only: not ad, pytest, sys
+    ns = names_mod.caller_namespace()          # tensors only: not ad, pytest, sys
     assert sorted(ns) == ["G", "y"] and ns["G"] is G and ns["y"] is y
 
 
@@ -159,7 +159,7 @@ def test_only_autodsl_tensors_are_names():
     torch = pytest.importorskip("torch")
     t = torch.tensor(1.0, requires_grad=True)       # has _version and grad_fn too, but is not ours
     w = ad.tensor(1.0, requires_grad=True)
-    ns = watch.caller_namespace()
+    ns = names_mod.caller_namespace()
     assert sorted(ns) == ["G", "w"] and ns["w"] is w and t is not None      # G: a global
 
 
@@ -265,7 +265,7 @@ def _no_frames():
 
 
 def test_an_untraced_backward_walks_no_frames(monkeypatch):
-    monkeypatch.setattr(watch, "caller_frame", _no_frames)
+    monkeypatch.setattr(names_mod, "caller_frame", _no_frames)
     w = ad.tensor(2.0, requires_grad=True)
     y = (w * w).sum()
     y.backward(retain_graph=True)
@@ -275,8 +275,8 @@ def test_an_untraced_backward_walks_no_frames(monkeypatch):
 
 def test_a_traced_backward_walks_frames_once(monkeypatch, capsys):
     calls = []
-    real = watch.caller_frame
-    monkeypatch.setattr(watch, "caller_frame", lambda: calls.append(1) or real())
+    real = names_mod.caller_frame
+    monkeypatch.setattr(names_mod, "caller_frame", lambda: calls.append(1) or real())
     w = ad.tensor(2.0, requires_grad=True)
     y = w * w
     y.backward(retain_graph=True)
@@ -292,7 +292,7 @@ def test_a_traced_backward_walks_frames_once(monkeypatch, capsys):
 # ---- a Session keeps its own namespace ------------------------------------------------------
 
 def test_a_session_names_by_its_namespace_and_walks_no_frames(monkeypatch):
-    monkeypatch.setattr(watch, "caller_frame", _no_frames)
+    monkeypatch.setattr(names_mod, "caller_frame", _no_frames)
     out = io.StringIO()
     s = ad.Session(out=out, trace=True)
     s.run("w1 = tensor(2.0, requires_grad=true)\nf = (w1 * 3)^2\nf.backward(retain_graph=true)\n")

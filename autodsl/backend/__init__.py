@@ -21,8 +21,8 @@ contiguous copies, random numbers, host copies, and the floating-point error
 state. For ``array_api_strict`` these go through a host NumPy array (DLPack)
 and back; that is test-only and never on a fast path.
 
-It also owns the dtype table, the session defaults (device and dtype, on
-ContextVars so that a Session can scope them) and the random generators.
+It also owns the dtype table, the default device and dtype (fields of the
+run context, so that a Session can scope them) and the random generators.
 
 Errors: DeviceError for an unknown or unavailable device, DTypeError for an
 unknown dtype name, ValueError_ for an unknown namespace name.
@@ -33,11 +33,11 @@ import contextlib
 import sys
 import functools
 import os
-from contextvars import ContextVar
 
 import array_api_compat
 import numpy as np
 
+from autodsl.context import DEFAULT, current, scoped
 from autodsl.errors import DeviceError, DTypeError, ValueError_
 
 __all__ = [
@@ -288,52 +288,47 @@ def namespace_name(device: str = "cpu") -> str:
     return _cpu[1] if device == "cpu" else "cupy"
 
 
-_default_dtype: ContextVar[DType] = ContextVar("autodsl_default_dtype", default=float64)
-_default_device: ContextVar[str] = ContextVar("autodsl_default_device", default="cpu")
-
-
 def get_default_dtype() -> DType:
     """The dtype that floating-point literals and creation functions use (float64 unless set)."""
-    return _default_dtype.get()
+    return current().default_dtype or DEFAULT.default_dtype or float64
 
 
-def set_default_dtype(dtype) -> None:
-    """Set the default floating dtype (``float32`` or ``float64``).
-
-    Raises DTypeError for a non-floating dtype.
-    """
+def _floating(dtype) -> DType:
     d = as_dtype(dtype)
     if not d.is_floating:
         raise DTypeError(f"the default dtype must be a floating dtype, not {d.name}; use float32 or float64")
-    _default_dtype.set(d)
+    return d
+
+
+def set_default_dtype(dtype) -> None:
+    """Set the default floating dtype (``float32`` or ``float64``) of the current run context
+    (the Python API's, or inside a Session's code, the session's).
+
+    Raises DTypeError for a non-floating dtype.
+    """
+    current().default_dtype = _floating(dtype)
 
 
 def get_default_device() -> str:
     """The device new tensors go to when none is given ("cpu" unless set)."""
-    return _default_device.get()
+    return current().default_device
 
 
 def set_default_device(device) -> None:
     """Set the default device ("cpu" or "cuda"); raises DeviceError if it is unavailable."""
-    _default_device.set(check_device(device))
+    current().default_device = check_device(device)
 
 
 @contextlib.contextmanager
 def defaults(device=None, dtype=None):
     """Scope the default device and dtype (a Session wraps each run in this)."""
-    tokens = []
+    fields = {}
     if device is not None:
-        tokens.append((_default_device, _default_device.set(check_device(device))))
+        fields["default_device"] = check_device(device)
     if dtype is not None:
-        d = as_dtype(dtype)
-        if not d.is_floating:
-            raise DTypeError(f"the default dtype must be a floating dtype, not {d.name}; use float32 or float64")
-        tokens.append((_default_dtype, _default_dtype.set(d)))
-    try:
+        fields["default_dtype"] = _floating(dtype)
+    with scoped(**fields):
         yield
-    finally:
-        for var, tok in reversed(tokens):
-            var.reset(tok)
 
 
 _cupy = None
@@ -629,7 +624,30 @@ def scatter_add(target, key, values) -> None:
 
 # NumPy warns (or raises, under np.seterr) where IEEE arithmetic gives inf or nan;
 # PyTorch does neither. CuPy never warns; array_api_strict runs on NumPy.
-ignore_fp_errors = functools.partial(np.errstate, all="ignore")
+# NumPy 2 keeps its error state in a ContextVar; setting it directly costs about a sixth
+# of entering np.errstate, and ops from the Python API enter one scope each.
+try:
+    from numpy._core._ufunc_config import _extobj_contextvar as _np_errstate_var
+    with np.errstate(all="ignore"):
+        _IGNORE_ALL = _np_errstate_var.get()
+except (ImportError, AttributeError):      # another NumPy layout: the public context manager
+    _np_errstate_var = None
+
+
+class _IgnoreFPErrors:
+    __slots__ = ("_token",)
+
+    def __enter__(self):
+        self._token = _np_errstate_var.set(_IGNORE_ALL)
+        return self
+
+    def __exit__(self, *exc):
+        _np_errstate_var.reset(self._token)
+        return False
+
+
+ignore_fp_errors = _IgnoreFPErrors if _np_errstate_var is not None else \
+    functools.partial(np.errstate, all="ignore")
 
 
 # -- random numbers -------------------------------------------------------------------------------

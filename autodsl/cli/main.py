@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from autodsl.errors import LANGUAGE
 
 __all__ = ["main", "build_parser"]
 
@@ -173,7 +172,6 @@ def _main(argv) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``autodsl`` command; returns the exit status."""
-    LANGUAGE[0] += 1        # the command line is the language: errors never take a Python caller's line
     try:
         return _main(argv)
     except SystemExit as e:  # argparse: --help, --version, usage errors (2)
@@ -197,5 +195,3 @@ def main(argv: list[str] | None = None) -> int:
         msg = str(e).splitlines()[0] if str(e) else ""
         sys.stderr.write(f"autodsl: internal error: {type(e).__name__}: {msg}\n")
         return 1
-    finally:
-        LANGUAGE[0] -= 1

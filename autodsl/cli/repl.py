@@ -34,7 +34,7 @@ from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.output import ColorDepth
 from prompt_toolkit.validation import ValidationError, Validator
 
-from autodsl.errors import LANGUAGE, DSLError, ValueError_
+from autodsl.errors import DSLError, ValueError_
 
 __all__ = ["main", "Repl", "history_path", "build_prompt_session", "SourceValidator"]
 
@@ -119,13 +119,13 @@ class Repl:
         if not stripped:
             return
         self.inputs += 1
-        LANGUAGE[0] += 1        # the REPL is the language: no error takes a Python caller's position
         try:
-            if stripped.startswith(":"):
-                self.command(stripped)
-            else:
-                self.run_source(text)
-                self.accepted.append(text.strip("\n"))
+            with self.session.context():    # the REPL is the language: errors take its positions
+                if stripped.startswith(":"):
+                    self.command(stripped)
+                else:
+                    self.run_source(text)
+                    self.accepted.append(text.strip("\n"))
         except DSLError as e:
             self.write(e.render())
         except KeyboardInterrupt:
@@ -135,8 +135,6 @@ class Repl:
         except Exception as e:  # noqa: BLE001 - the loop survives internal faults
             msg = str(e).splitlines()[0] if str(e) else ""
             self.write(f"internal error ({type(e).__name__}: {msg}); the session goes on")
-        finally:
-            LANGUAGE[0] -= 1
 
     @property
     def input_name(self) -> str:
@@ -202,7 +200,7 @@ class Repl:
         return None
 
     def command(self, text: str) -> None:
-        from autodsl.core.node import SOURCE_POS
+        from autodsl.source import SOURCE_POS
         name, _, arg = text.partition(" ")
         full = self.resolve(name)
         if full is not None:

@@ -13,13 +13,10 @@ was fine, such as sqrt at 0).
     anomaly(true, mode="raise")      # stop with an error at the first one
     anomaly(false)
 
-Cost: when anomaly mode is off, one test of the list ``ON`` per op
-(``ops.registry.apply``) and per node run (the engine); nothing else. The
-mode itself lives on a ContextVar, so that a Session scopes it (each Session
-has its own, as with the trace); ``ON`` mirrors it for the hot paths. It is
-process-wide on purpose (a ContextVar read per op costs more than the whole
-test): another thread that runs ops meanwhile may do a needless check, and
-the check reads the ContextVar before doing anything.
+Cost: when anomaly mode is off, one test of the run context's ``anomaly`` per
+op (``ops.registry.apply``) and per node run (the engine); nothing else. The
+mode lives in the run context, so that a Session scopes it (each Session has
+its own, as with the trace).
 
 Reports are warnings of class ``AnomalyWarning`` (shown by a Session as
 ``file:line:col: warning: ...``, each site once) or, with ``mode="raise"``,
@@ -30,24 +27,21 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from contextvars import ContextVar
 
 import numpy as np
 
 import autodsl.backend as backend
 from autodsl.errors import AutogradError, TypeError_, ValueError_
 from autodsl.textfmt import format_number
-from autodsl.core.node import SOURCE_POS, caller_pos, format_pos, pos_text
+from autodsl.context import current
+from autodsl.names import names_of
+from autodsl.source import SOURCE_POS, caller_pos, format_pos, pos_text
 from autodsl.core.rules import input_value, output_value
 
-__all__ = ["anomaly", "detect_anomaly", "anomaly_scope", "get_anomaly_mode", "AnomalyReport",
-           "AnomalyWarning", "check_forward", "check_backward", "ON", "MODES"]
+__all__ = ["anomaly", "detect_anomaly", "anomaly_scope", "get_anomaly_mode", "anomaly_state", "AnomalyReport",
+           "AnomalyWarning", "check_forward", "check_backward", "MODES"]
 
 MODES = ("warn", "raise")
-
-# The hot-path mirror of _state: ON[0] is True while some context has anomaly mode on.
-ON = [False]
-
 
 class _State:
     """The mode of one scope and the sites already reported in it (each site warns once)."""
@@ -57,9 +51,6 @@ class _State:
     def __init__(self, mode):
         self.mode = mode
         self.seen = set()
-
-
-_state: ContextVar[_State | None] = ContextVar("autodsl_anomaly", default=None)
 
 
 class AnomalyWarning(UserWarning):
@@ -77,14 +68,15 @@ def _check_mode(enabled, mode) -> str | None:
 
 
 def _set(state: _State | None):
-    token = _state.set(state)
-    ON[0] = state is not None
-    return token
+    ctx = current()
+    old = ctx.anomaly
+    ctx.anomaly = state
+    return ctx, old
 
 
 def _reset(token) -> None:
-    _state.reset(token)
-    ON[0] = _state.get() is not None
+    ctx, old = token
+    ctx.anomaly = old
 
 
 def anomaly(enabled: bool = True, mode: str = "warn") -> None:
@@ -112,10 +104,16 @@ def anomaly(enabled: bool = True, mode: str = "warn") -> None:
     _set(None if mode is None else _State(mode))
 
 
-def get_anomaly_mode() -> str | None:
-    """None when anomaly mode is off, else "warn" or "raise"."""
-    st = _state.get()
+def get_anomaly_mode(ctx=None) -> str | None:
+    """None when anomaly mode is off, else "warn" or "raise" (in ``ctx``, default: the current
+    run context)."""
+    st = (ctx or current()).anomaly
     return None if st is None else st.mode
+
+
+def anomaly_state(mode: str | None):
+    """The run-context value for anomaly mode ``mode`` (None: off); ValueError_ for a bad mode."""
+    return None if mode is None else _State(_check_mode(True, mode))
 
 
 @contextlib.contextmanager
@@ -195,7 +193,7 @@ class AnomalyReport:
     __repr__ = __str__
 
 
-# -- the checks (called only when ON[0]) ---------------------------------------------------------
+# -- the checks (called only while the run context has anomaly mode on) ---------------------------------------------------------
 
 def _finite(arr) -> bool:
     """True when every element of a backend array is finite (integers and bools always are)."""
@@ -293,8 +291,9 @@ def check_forward(op_name: str, inputs, out, node=None) -> None:
     ``inputs``: the op's input Tensors; ``out``: its output Tensor; ``node``: its
     graph node when recorded (for the position), else None.
     """
-    st = _state.get()
-    if st is None or _watch.IN_PASS[0]:     # in a pass: an op of a backward formula, whose node
+    ctx = current()
+    st = ctx.anomaly
+    if st is None or ctx.in_pass:     # in a pass: an op of a backward formula, whose node
         return                              # check_backward reports
     arr = out._data
     if _finite(arr):
@@ -339,14 +338,14 @@ def _source_text(pos):
 
 
 def _names_of(t):
-    return _watch.names_of(t)
+    return names_of(t)
 
 
 def check_backward(node, grad, outs) -> None:
     """After a node's backward: report it when a gradient it sends is non-finite while the
     gradient it got was finite. ``grad``: the gradient in (Tensor); ``outs``: one Tensor or
     None per input."""
-    st = _state.get()
+    st = current().anomaly
     if st is None or grad is None:
         return
     bad = [i for i, og in enumerate(outs) if og is not None and not _finite(og._data)]
@@ -374,4 +373,3 @@ def check_backward(node, grad, outs) -> None:
     _emit(st, _site("backward", node.name, node.pos, i), report, AutogradError)
 
 
-from autodsl.core import watch as _watch  # noqa: E402 (last: watch imports this module)

@@ -16,10 +16,11 @@ from autodsl.backend import kind_of
 from autodsl.errors import AutogradError
 from autodsl.core import grad_mode
 from autodsl.core import trace as _trace
-from autodsl.core.anomaly import ON as _CHECKING
 from autodsl.core.anomaly import check_backward
-from autodsl.core.node import SOURCE_POS, AccumulateGrad, pos_text
-from autodsl.core.watch import IN_PASS, note_backward
+from autodsl.context import current
+from autodsl.core.node import AccumulateGrad
+from autodsl.source import SOURCE_POS, pos_text
+from autodsl.core.watch import note_backward
 from autodsl.core.quiet import ieee
 
 __all__ = ["GraphTask"]
@@ -110,12 +111,13 @@ class GraphTask:
         paused = gc.isenabled()
         if paused:
             gc.disable()
-        IN_PASS[0] += 1             # ops of backward formulas are not the user's (core/watch.py)
+        ctx = current()
+        ctx.in_pass += 1             # ops of backward formulas are not the user's (core/watch.py)
         try:
             with grad_mode.set_grad_enabled(self.create_graph), ieee():
                 yield
         finally:
-            IN_PASS[0] -= 1
+            ctx.in_pass -= 1
             if paused:
                 gc.enable()
 
@@ -130,6 +132,7 @@ class GraphTask:
         return self._run(stepping=True)
 
     def _run(self, stepping):
+        ctx = current()
         deps = self._dependencies()
         needed = self._needed(deps) if self.targets is not None else None
         rec = self.recorder
@@ -185,7 +188,7 @@ class GraphTask:
                             SOURCE_POS.reset(tok)
                     else:
                         outs = self._validate(node, node.apply(g), g)
-                    if _CHECKING[0]:
+                    if ctx.anomaly is not None:
                         check_backward(node, g, outs)     # anomaly mode (core/anomaly.py)
                     ran.append(node)
                     if rec is not None:

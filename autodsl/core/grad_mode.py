@@ -1,36 +1,40 @@
 """Whether operations record the graph: ``no_grad``, ``enable_grad``.
 
-The flag lives on a ContextVar so that it is restored on every exit path
-(an error inside a ``no_grad`` block leaves grad mode as it was).
+The flag is a field of the run context (``autodsl.context``), restored on every
+exit path (an error inside a ``no_grad`` block leaves grad mode as it was).
 """
 from __future__ import annotations
 
 import functools
-from contextvars import ContextVar
+
+from autodsl.context import current
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
-
-_grad_enabled: ContextVar[bool] = ContextVar("autodsl_grad_enabled", default=True)
 
 
 def is_grad_enabled() -> bool:
     """True when new operations record a graph for backward."""
-    return _grad_enabled.get()
+    return current().grad_enabled
 
 
 class set_grad_enabled:
     """Context manager (and decorator) that sets grad mode to ``mode`` inside its block."""
 
+    __slots__ = ("mode", "_saved")
+
     def __init__(self, mode: bool = True):
         self.mode = bool(mode)
-        self._tokens = []
+        self._saved = []
 
     def __enter__(self):
-        self._tokens.append(_grad_enabled.set(self.mode))
+        ctx = current()
+        self._saved.append((ctx, ctx.grad_enabled))
+        ctx.grad_enabled = self.mode
         return self
 
     def __exit__(self, *exc):
-        _grad_enabled.reset(self._tokens.pop())
+        ctx, old = self._saved.pop()
+        ctx.grad_enabled = old
         return False
 
     def __call__(self, fn):
@@ -50,12 +54,16 @@ class no_grad(set_grad_enabled):
         no_grad { w -= 0.1 * w.grad }
     """
 
+    __slots__ = ()
+
     def __init__(self):
         super().__init__(False)
 
 
 class enable_grad(set_grad_enabled):
     """Re-enable recording inside a ``no_grad`` block."""
+
+    __slots__ = ()
 
     def __init__(self):
         super().__init__(True)

@@ -2,20 +2,17 @@
 
 While a ``transaction()`` is open, every in-place write to a tensor's values
 and every change of a ``.grad`` is recorded first; if the block ends with an
-exception (Ctrl-C included), the changes are undone in reverse order. Outside
-a transaction recording costs one ContextVar read.
+exception (Ctrl-C included), the changes are undone in reverse order. The open
+log is the run context's ``journal``; outside a transaction recording costs one
+context read.
 """
 from __future__ import annotations
 
 import contextlib
-from contextvars import ContextVar
-
 from autodsl.backend import copy as _copy
+from autodsl.context import current
 
 __all__ = ["transaction", "record_values", "record_grad"]
-
-_log: ContextVar[list | None] = ContextVar("autodsl_journal", default=None)
-
 
 def record_values(t) -> None:
     """Call before writing into ``t``'s storage in place.
@@ -25,7 +22,7 @@ def record_values(t) -> None:
     too: whatever a snapshot captured from an earlier write is overwritten
     again by the earlier object's own (older) snapshot.
     """
-    log = _log.get()
+    log = current().journal
     if log is not None:
         key = ("values", id(t))     # the log holds t, so its id is not reused meanwhile
         if key not in log.seen:
@@ -35,7 +32,7 @@ def record_values(t) -> None:
 
 def record_grad(t) -> None:
     """Call before replacing ``t.grad`` (or adding into it in place)."""
-    log = _log.get()
+    log = current().journal
     if log is not None:
         key = ("grad", id(t))
         if key not in log.seen:
@@ -48,14 +45,15 @@ def record_grad(t) -> None:
 def transaction():
     """Undo every recorded change if the block raises (any exception, Ctrl-C too)."""
     log = _Log()
-    token = _log.set(log)
+    ctx = current()
+    outer, ctx.journal = ctx.journal, log
     try:
         yield log
     except BaseException:
         _rollback(log)
         raise
     finally:
-        _log.reset(token)
+        ctx.journal = outer
 
 
 class _Log(list):

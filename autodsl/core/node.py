@@ -13,91 +13,17 @@ its gradients end up.
 from __future__ import annotations
 
 import itertools
-import linecache
-import os
 import re
 import sys
-from contextvars import ContextVar
+import re
 
+from autodsl.source import SOURCE_POS, caller_pos, format_pos, pos_text  # noqa: F401 (re-exported)
+from autodsl.names import names_of
 from autodsl.errors import AutogradError, DeviceError, DTypeError, ShapeError, TypeError_
 
 __all__ = ["Node", "AccumulateGrad", "SavedTensor", "SavedOutput", "SOURCE_POS", "next_seq_nr",
            "RemovableHandle",
            "caller_pos", "format_pos", "pos_text"]
-
-# Where the expression being evaluated was written: a tuple
-# ``(file, line, column, text)`` set by the language (``text`` is the source
-# text of the expression, e.g. ``w1*x^2``); None outside the language, where
-# nodes take the Python caller's ``(file, line, None, None)`` instead. Nodes keep
-# it in ``Node.pos`` so that the trace, the graph, ``info`` and errors can point at it.
-SOURCE_POS: ContextVar[tuple | None] = ContextVar("autodsl_source_pos", default=None)
-
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-
-def caller_pos(depth: int = 2):
-    """``(file, line, None, None)`` of the first frame outside the autodsl package, or None.
-
-    Used for nodes made from the Python API, so that a user of
-    ``autodsl.core.tensor(...) * w`` sees their own file and line in traces and errors.
-    """
-    try:
-        f = sys._getframe(depth)
-    except ValueError:
-        return None
-    while f is not None and (f.f_code.co_filename.startswith(_PACKAGE_DIR)
-                             or f.f_code.co_filename.startswith("<frozen ")):     # runpy: not the user's
-        f = f.f_back
-    if f is None:
-        return None
-    # One tuple per source line, shared by every node made there: a loop that makes a
-    # million nodes must not make a million more objects for the cyclic GC to walk.
-    key = (f.f_code.co_filename, f.f_lineno)
-    pos = _POSITIONS.get(key)
-    if pos is None:
-        if len(_POSITIONS) >= 10_000:
-            _POSITIONS.clear()
-        pos = _POSITIONS[key] = (key[0], key[1], None, None)
-    return pos
-
-
-_POSITIONS: dict = {}
-
-
-def pos_text(pos) -> str | None:
-    """The source text recorded with ``pos``: the expression in the language, the
-    caller's line (read back from the file) for the Python API; None if unknown."""
-    if not pos:
-        return None
-    if pos[3] is not None:
-        return pos[3]
-    if pos[0] and pos[1]:
-        line = linecache.getline(pos[0], pos[1]).strip()
-        return line or None
-    return None
-
-
-def format_pos(pos, *, text: bool = True, file: bool = False) -> str:
-    """``line:col`` (``file:line:col`` with ``file=True``, ``file:line`` for Python callers),
-    followed by the source text in backquotes when ``text``; "" when ``pos`` is None.
-
-    A REPL input (file ``<input 3>``) always shows its name, ``<input 3>:1:7``: every
-    input is line 1, so without it positions from different inputs look the same."""
-    if not pos or pos[1] is None:
-        return ""
-    fname, line, col = pos[0], pos[1], pos[2]
-    if col is None:         # a Python caller: the file is the useful part
-        where = f"{os.path.basename(fname) if fname else '<python>'}:{line}"
-    else:
-        show = fname and (file or fname.startswith("<input "))
-        where = f"{fname}:{line}:{col}" if show else f"{line}:{col}"
-    if text:
-        t = pos_text(pos)
-        if t:
-            if len(t) > 60:
-                t = t[:57] + "..."
-            where += f" `{t}`"
-    return where
 
 _seq = itertools.count()
 next_seq_nr = _seq.__next__
@@ -152,6 +78,12 @@ class SavedOutput:
         return t
 
 
+def write_record(counter):
+    """``(version after the write, pos)`` of the last recorded in-place write, or None
+    (``core.watch.note_write`` keeps it as the counter's second element)."""
+    return counter[1] if len(counter) > 1 else None
+
+
 def _check_version(node, index, counter, version, shape, tensor=None, data=None):
     if counter[0] != version:
         raise AutogradError(_version_message(node, counter, version, shape, tensor, data))
@@ -160,7 +92,6 @@ def _check_version(node, index, counter, version, shape, tensor=None, data=None)
 def _version_message(node, counter, version, shape, tensor, data) -> str:
     """The version error, for people: the variable (when a Session can name it), the node that
     saved it and where, the in-place write that changed it and where, both versions, the fix."""
-    from autodsl.core.watch import names_of, write_record  # noqa: PLC0415 (watch imports this module)
     names = names_of(tensor, counter, data)
     facts = [f"shape {tuple(shape)}"]
     if tensor is None:

@@ -1,36 +1,33 @@
 """IEEE arithmetic without warnings: x/0 is inf, 0/0 is nan, as in PyTorch.
 
 NumPy would warn (or raise, under ``np.seterr(all="raise")``). ``ieee()``
-scopes the backend's floating-point error state (``backend.ignore_fp_errors``);
-it costs about a microsecond, so a Session run and a backward pass enter it
-once, and ops inside skip it (``depth``).
+scopes the backend's floating-point error state (``backend.ignore_fp_errors``)
+and counts the open scopes in the run context (``ieee_depth``): a Session run
+and a backward pass enter one, and ops inside skip their own.
 """
 from __future__ import annotations
 
 from autodsl.backend import ignore_fp_errors
+from autodsl.context import current
 
-__all__ = ["ieee", "depth"]
-
-# How many ieee() blocks are open. Process-wide on purpose (a ContextVar read costs
-# as much as the errstate it saves); another thread running ops meanwhile may at
-# worst see NumPy's warnings.
-depth = [0]
+__all__ = ["ieee"]
 
 
 class _IEEE:
     """The context manager ``ieee()`` returns: a class, not a generator, since ops from the
     Python API enter one each (a generator-based context manager costs several times more)."""
 
-    __slots__ = ("_errstate",)
+    __slots__ = ("_errstate", "_ctx")
 
     def __enter__(self):
         self._errstate = err = ignore_fp_errors()
         err.__enter__()
-        depth[0] += 1
+        ctx = self._ctx = current()
+        ctx.ieee_depth += 1
         return self
 
     def __exit__(self, *exc):
-        depth[0] -= 1
+        self._ctx.ieee_depth -= 1
         return self._errstate.__exit__(*exc)
 
 

@@ -19,7 +19,9 @@ import autodsl.backend as backend
 from autodsl.core import grad_mode
 from autodsl.core.engine import GraphTask
 from autodsl.core.journal import record_grad
-from autodsl.core.node import SOURCE_POS, AccumulateGrad, caller_pos
+from autodsl.core.node import AccumulateGrad
+from autodsl.source import SOURCE_POS, caller_pos
+from autodsl.names import register_tensor_type
 from autodsl.errors import AutogradError, DeviceError, IndexError_, DTypeError, ShapeError, TypeError_, ValueError_
 from autodsl.textfmt import format_tensor_parts
 
@@ -503,6 +505,9 @@ def _number(x):
     if isinstance(x, _HOST_NUMBER):
         return x
     raise TypeError_(f"tensor(...) takes numbers or nested lists of numbers, not {type(x).__name__}")
+
+
+register_tensor_type(Tensor)      # names.is_tensor: the resolver sits below this module
 
 
 def as_tensor(value, like: Tensor | None = None) -> Tensor:

@@ -14,11 +14,13 @@ Recorder, so it never walks frames.
 from __future__ import annotations
 
 import contextlib
-from contextvars import ContextVar
 
 import numpy as np
 
 import autodsl.backend as backend
+from autodsl.context import DEFAULT, current, scoped
+import autodsl.names as _names
+from autodsl.names import frame_namespaces, named_tensors
 from autodsl.errors import AutogradError
 from autodsl.textfmt import format_array
 from autodsl.core import watch
@@ -28,19 +30,13 @@ from autodsl.core.rules import operand_names, rule_text, scalar_values, with_num
 __all__ = ["Trace", "Step", "trace", "tracing", "is_trace_enabled", "set_trace_enabled",
            "last_trace", "new_recorder", "walk", "node_labels", "leaf_label", "leaf_labels", "LazyNames"]
 
-_enabled: ContextVar[bool] = ContextVar("autodsl_trace_enabled", default=False)
-_sink: ContextVar = ContextVar("autodsl_trace_sink", default=None)
-_printer: ContextVar = ContextVar("autodsl_trace_printer", default=None)
-_last = [None]
-
-
 def is_trace_enabled() -> bool:
     """True when every backward prints its trace."""
-    return _enabled.get()
+    return current().trace_enabled
 
 
 def set_trace_enabled(flag: bool) -> None:
-    _enabled.set(bool(flag))
+    current().trace_enabled = bool(flag)
 
 
 def trace(enabled: bool = True) -> None:
@@ -61,27 +57,22 @@ def trace(enabled: bool = True) -> None:
 
 
 def last_trace():
-    """The Trace of the most recent traced backward in this process, or None."""
-    return _last[0]
+    """The Trace of the most recent traced backward in this run context (the Python API's,
+    or a Session's while its code runs), or None."""
+    return current().last_trace
 
 
 @contextlib.contextmanager
 def tracing(enabled: bool, sink=None, printer=None):
     """Scope the trace flag, a sink ``sink(trace)`` called after every backward, and
     ``printer(text)`` that prints the trace when it is on (default: print to stdout)."""
-    t1 = _enabled.set(bool(enabled))
-    t2 = _sink.set(sink)
-    t3 = _printer.set(printer)
-    try:
+    with scoped(trace_enabled=bool(enabled), trace_sink=sink, trace_printer=printer):
         yield
-    finally:
-        _printer.reset(t3)
-        _sink.reset(t2)
-        _enabled.reset(t1)
 
 
 def new_recorder():
-    if _enabled.get() or _sink.get() is not None:
+    ctx = current()
+    if ctx.trace_enabled or ctx.trace_sink is not None:
         return Recorder()
     return None
 
@@ -185,14 +176,15 @@ class Recorder:
             elif numbers:
                 st.values = scalar_values(st.node)
         tr = Trace(self.steps, self.create_graph)
-        if watch.NAMES.get() is None:       # the Python API (a Session names leaves in its sink)
-            tr.names = LazyNames(*watch.frame_namespaces(watch.caller_frame()))
-        _last[0] = tr
-        sink = _sink.get()
+        ctx = current()
+        if ctx.names is None:       # the Python API (a Session names leaves in its sink)
+            tr.names = LazyNames(*frame_namespaces(_names.caller_frame()))
+        ctx.last_trace = DEFAULT.last_trace = tr      # last_trace() from Python: any run's
+        sink = ctx.trace_sink
         if sink is not None:
             sink(tr)
-        if _enabled.get():
-            printer = _printer.get()
+        if ctx.trace_enabled:
+            printer = ctx.trace_printer
             if printer is None:
                 print(tr.format(), flush=True)
             else:
@@ -446,7 +438,7 @@ class LazyNames(dict):
 
     def _fill(self):
         if self._namespaces is not None:
-            for k, v in watch.named_tensors(*self._namespaces).items():
+            for k, v in named_tensors(*self._namespaces).items():
                 self[id(v)] = k
             self._namespaces = None
 

@@ -15,98 +15,24 @@ Three records, none of them on the hot path of a recorded op:
   the version counter, a list ``[n]``, becomes ``[n, (n, pos)]``. Version
   errors then name the line of the write.
 
-``NAMES`` is set by a Session to a callable that returns its namespace, so that
-errors raised below the language (a version error in backward) can name the
-user's variable.
+Variable names come from ``autodsl.names``.
 """
 from __future__ import annotations
 
 import itertools
 import weakref
-from contextvars import ContextVar
 
+from autodsl.context import current
 from autodsl.core import anomaly as _anomaly
-from autodsl.core.node import SOURCE_POS, caller_pos
+from autodsl.core.node import write_record  # noqa: F401 (re-exported)
+from autodsl.source import SOURCE_POS, caller_pos
 
-__all__ = ["NAMES", "LAST", "IN_PASS", "LastBackward", "last_backward", "note_backward", "after_op",
-           "note_write", "write_record", "breaks_from", "all_breaks", "made_by", "Break", "names_of", "quiet",
-           "caller_frame", "caller_namespace", "named_tensors", "frame_namespaces", "is_tensor"]
-
-NAMES: ContextVar = ContextVar("autodsl_tensor_names", default=None)
-
-# How many backward passes are running (the engine counts them): the ops of backward formulas
-# are not the user's, so they leave no Break and anomaly mode reports their node instead.
-IN_PASS = [0]
+__all__ = ["LastBackward", "last_backward", "note_backward", "after_op", "note_write", "write_record",
+           "breaks_from", "all_breaks", "made_by", "Break", "quiet"]
 
 _serial = itertools.count(1)
 
 
-def names_of(tensor=None, counter=None, data=None) -> list[str]:
-    """The user's variable names for ``tensor`` (exactly that object first), then for
-    tensors sharing its version ``counter`` (views, detached aliases), from ``NAMES``."""
-    provider = NAMES.get()
-    try:
-        ns = provider() if provider is not None else caller_namespace()
-    except Exception:  # noqa: BLE001 - a name is a nicety
-        return []
-    exact, alias = [], []
-    for k, v in list(ns.items()):
-        if not isinstance(k, str) or k.startswith("_") or not hasattr(v, "_version"):
-            continue
-        if tensor is not None and v is tensor:
-            exact.append(k)
-        elif data is not None and getattr(v, "_data", None) is data:
-            exact.append(k)
-        elif counter is not None and v._version is counter:
-            alias.append(k)
-    return exact + alias
-
-
-def caller_frame():
-    """The first frame outside autodsl (the Python API user's code), or None."""
-    import sys  # noqa: PLC0415
-    from autodsl.core.node import _PACKAGE_DIR  # noqa: PLC0415
-    f = sys._getframe(1)
-    while f is not None and (f.f_code.co_filename.startswith(_PACKAGE_DIR)
-                             or f.f_code.co_filename.startswith("<frozen ")):     # runpy: not the user's
-        f = f.f_back
-    return f
-
-
-def is_tensor(v) -> bool:
-    """True for an autodsl tensor (autograd cannot import ``autodsl.core.tensor``: the class is
-    recognised by name, on the type, so no module's ``__getattr__`` runs; a torch tensor is not one)."""
-    return any(c.__name__ == "Tensor" and c.__module__ == "autodsl.core.tensor" for c in type(v).__mro__)
-
-
-def named_tensors(*namespaces) -> dict:
-    """``{name: tensor}`` from ``{name: value}`` dicts, later ones winning for a name (locals
-    after globals); names starting with ``_`` (``_``, IPython's ``_1``) are left out."""
-    merged = {}
-    for ns in namespaces:
-        merged.update(ns)
-    return {k: v for k, v in merged.items()
-            if isinstance(k, str) and not k.startswith("_") and is_tensor(v)}
-
-
-def frame_namespaces(frame) -> tuple:
-    """Copies of ``frame``'s globals and locals (two dict copies: cheap; the names as they are now)."""
-    if frame is None:
-        return ()
-    g = frame.f_globals
-    loc = frame.f_locals
-    return (dict(g),) if loc is g else (dict(g), dict(loc))
-
-
-def caller_namespace() -> dict:
-    """``{name: tensor}`` of the Python API user's code: the global, then the local variables
-    (a local wins) of the first frame outside autodsl. Only tensors; names starting with ``_``
-    are left out. Used when no Session supplies names: ``why``, ``explain``, ``graph``,
-    ``dot``, ``step``, version errors, and the backward trace (``trace.Recorder.finish``)."""
-    return named_tensors(*frame_namespaces(caller_frame()))
-
-
-_caller_namespace = caller_namespace      # the name explain.py and tools/why.py use
 
 
 # -- the last backward --------------------------------------------------------------------------
@@ -144,32 +70,33 @@ class LastBackward:
         return all(r() is not None for r in self._roots)
 
 
-# Where the last backward is kept: a one-element list; a Session puts its own here while its
-# code runs, so that why() in one session never explains another session's backward.
-LAST: ContextVar[list] = ContextVar("autodsl_last_backward", default=[None])
-_quiet = [0]
-
+# The last backward is the run context's ``last_backward``: a Session has its own, so that
+# why() in one session never explains another session's backward.
 
 def note_backward(task) -> None:
     """Called by the engine as each backward or grad() pass starts (not while ``quiet``)."""
-    if not _quiet[0]:
-        LAST.get()[0] = LastBackward(task)
+    ctx = current()
+    if not ctx.quiet:
+        ctx.last_backward = LastBackward(task)
 
 
 def last_backward() -> LastBackward | None:
-    """The record of the most recent backward or grad() call (in this Session), or None."""
-    return LAST.get()[0]
+    """The record of the most recent backward or grad() call (in this run context), or None."""
+    return current().last_backward
 
 
 class quiet:
     """While open, backward passes are not recorded as "the last backward" (why's re-runs)."""
 
+    __slots__ = ("_ctx",)
+
     def __enter__(self):
-        _quiet[0] += 1
+        ctx = self._ctx = current()
+        ctx.quiet += 1
         return self
 
     def __exit__(self, *exc):
-        _quiet[0] -= 1
+        self._ctx.quiet -= 1
         return False
 
 
@@ -234,7 +161,7 @@ def after_op(cls, tensors, out, node, grad_on: bool) -> None:
     For the latter, when an input requires grad, remember where its value left the
     graph (a Break): one per site and source, so running a line again only updates it.
     """
-    if node is None and not IN_PASS[0]:
+    if node is None and not current().in_pass:
         nodes = None
         for t in tensors:
             if t._requires_grad:
@@ -259,7 +186,7 @@ def after_op(cls, tensors, out, node, grad_on: bool) -> None:
                 brk = Break(kind, cls.op_name, key[1], [weakref.ref(n) for n in nodes], weakref.ref(out))
                 for src in nodes:
                     _sites_of(src, True)[key] = brk
-    if _anomaly.ON[0]:
+    if current().anomaly is not None:
         _anomaly.check_forward(cls.op_name, tensors, out, node)
 
 
@@ -311,6 +238,4 @@ def note_write(target) -> None:
                     brk.kind = "update"
 
 
-def write_record(counter):
-    """``(version after the write, pos)`` of the last recorded in-place write, or None."""
-    return counter[1] if len(counter) > 1 else None
+

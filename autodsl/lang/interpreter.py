@@ -23,10 +23,8 @@ capped at ``MAX_CALL_DEPTH``.
 """
 from __future__ import annotations
 
-import contextlib
 import inspect
 import operator
-from contextvars import ContextVar
 from typing import Any, Callable
 
 from autodsl.errors import DSLError, IndexError_, NameError_, RuntimeError_, TypeError_
@@ -36,7 +34,8 @@ from autodsl.lang import ast as A
 from autodsl.lang.values import (describe, describe_value, number_pow, param_text, suggest, translate_exception,
                      truth)
 
-from autodsl.core.node import SOURCE_POS  # the language records where each graph node came from
+from autodsl.context import current, scoped
+from autodsl.source import SOURCE_POS  # the language records where each graph node came from
 from autodsl.core.node import caller_pos, format_pos
 from autodsl.core.node import Node as _GraphNode
 
@@ -54,22 +53,14 @@ _COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operato
             "==": operator.eq, "!=": operator.ne}
 _NUMBER = (bool, int, float)
 
-# The one hook for progress display: a callback ``(done, total)`` that the
-# outermost running `for` loop calls after each iteration (``total`` is None
-# when the length is unknown). The REPL and the command line install one only
-# when stderr is a terminal, so scripts' output never changes.
-_LOOP_PROGRESS: ContextVar[Callable[[int, int | None], None] | None] = ContextVar(
-    "autodsl_loop_progress", default=None)
+# The one hook for progress display: a callback ``(done, total)`` in the run context that
+# the outermost running `for` loop calls after each iteration (``total`` is None when the
+# length is unknown). The REPL and the command line install one only when stderr is a
+# terminal, so scripts' output never changes.
 
-
-@contextlib.contextmanager
 def loop_progress(callback: Callable[[int, int | None], None] | None):
     """While open, the outermost `for` loop reports ``callback(done, total)`` after each iteration."""
-    token = _LOOP_PROGRESS.set(callback)
-    try:
-        yield
-    finally:
-        _LOOP_PROGRESS.reset(token)
+    return scoped(loop_progress=callback)
 
 
 def _is_number(v) -> bool:
@@ -305,7 +296,7 @@ class Interpreter:
             raise self._attach(TypeError_(f"`for` needs a range, a list or a tensor to loop over, "
                                           f"not {describe(iterable)}"), stmt.iterable)
         scope = self.scope
-        report = _LOOP_PROGRESS.get() if self.loop_depth == 0 else None
+        report = current().loop_progress if self.loop_depth == 0 else None
         self.loop_depth += 1
         try:
             for done, item in enumerate(items, 1):

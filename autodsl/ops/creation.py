@@ -9,7 +9,7 @@ import autodsl.backend as backend
 from autodsl.backend import seed
 from autodsl.errors import DTypeError, ShapeError, ValueError_
 from autodsl.core import grad_mode
-from autodsl.core.node import SOURCE_POS, caller_pos
+from autodsl.source import SOURCE_POS, caller_pos
 from autodsl.core.tensor import Tensor, array_from_data
 
 __all__ = ["tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "rand", "randn",

@@ -18,15 +18,15 @@ import contextlib
 import weakref
 
 import autodsl.backend as backend
+from autodsl.context import current
 from autodsl.backend import kind_of, namespace_of
 from autodsl.core import grad_mode
-from autodsl.core.anomaly import ON as _CHECKING
 from autodsl.core.journal import record_values
-from autodsl.core.watch import IN_PASS as _IN_PASS
 from autodsl.core.watch import after_op, note_write
-from autodsl.core.quiet import depth as quiet_depth
 from autodsl.core.quiet import ieee
-from autodsl.core.node import SOURCE_POS, Node, SavedOutput, caller_pos, next_seq_nr
+from autodsl.core.node import Node, SavedOutput, next_seq_nr
+from autodsl.source import caller_pos
+from autodsl.names import names_of
 from autodsl.errors import AutogradError, DeviceError, DSLError, DTypeError, ShapeError
 from autodsl.core.tensor import PUBLIC_METHODS, Tensor, as_tensor
 
@@ -261,7 +261,8 @@ def apply(cls, *inputs, **params) -> Tensor:
     node = cls.__new__(cls)
     diff = cls.differentiable
     record = False
-    grad_on = grad_mode.is_grad_enabled()
+    ctx = current()
+    grad_on = ctx.grad_enabled
     if grad_on and not cls.never_differentiable:
         for i, t in enumerate(tensors):
             if t._requires_grad and (diff is None or i in diff):
@@ -275,7 +276,7 @@ def apply(cls, *inputs, **params) -> Tensor:
             t._gradient_edge() if t._requires_grad and (diff is None or i in diff) else None
             for i, t in enumerate(tensors))
     try:
-        if quiet_depth[0]:        # inside a Session run or a backward: IEEE results already set
+        if ctx.ieee_depth:        # inside a Session run or a backward: IEEE results already set
             out_arr = node.forward(*[t._data for t in tensors], **params)
         else:
             with ieee():
@@ -300,7 +301,7 @@ def apply(cls, *inputs, **params) -> Tensor:
         node._released = False
         node._retained = None
         node.seq_nr = next_seq_nr()
-        node.pos = SOURCE_POS.get() or caller_pos()
+        node.pos = ctx.pos or caller_pos()
         edges = node.next_edges
         if None in edges:     # graph() shows the value of a scalar constant input (x * 0.5)
             node._consts = tuple(t._data if e is None and t._data.ndim == 0 else None
@@ -325,7 +326,7 @@ def apply(cls, *inputs, **params) -> Tensor:
             node._saved = (node._saved or ()) + (SavedOutput(out),)
         out.grad_fn = node
         out._requires_grad = True
-    if _CHECKING[0] or not (record or _IN_PASS[0] or grad_on and not cls.never_differentiable):
+    if ctx.anomaly is not None or not (record or ctx.in_pass or grad_on and not cls.never_differentiable):
         after_op(cls, tensors, out, node if record else None, grad_on)    # anomaly mode; why()
     return out
 
@@ -364,7 +365,6 @@ def inplace(fn, target: Tensor, *args, what: str = "in-place operation", ufunc: 
     if grad_mode.is_grad_enabled():
         for t in (target, base):
             if t is not None and t.grad_fn is None and t._requires_grad:
-                from autodsl.core.watch import names_of  # noqa: PLC0415 - only on this error
                 who = names_of(target)          # "w += ..." with the user's name, not the placeholder x
                 if who and what.startswith(("x ", "writing x[")):
                     what = what.replace("x", who[0], 1)
@@ -382,7 +382,7 @@ def inplace(fn, target: Tensor, *args, what: str = "in-place operation", ufunc: 
     if recording:
         out = fn(_snapshot(target), *args)
     else:
-        if ufunc is not None and len(args) == 1 and not _CHECKING[0] and _write_ufunc(ufunc, target, args[0]):
+        if ufunc is not None and len(args) == 1 and current().anomaly is None and _write_ufunc(ufunc, target, args[0]):
             return target
         with grad_mode.no_grad():
             out = fn(target, *args)
@@ -463,7 +463,7 @@ def _write_ufunc(name: str, target: Tensor, other) -> bool:
     else:
         value = other
     record_values(target)
-    if quiet_depth[0]:
+    if current().ieee_depth:
         done = backend.ufunc_inplace(name, target._data, value)
     else:
         with ieee():

@@ -32,11 +32,12 @@ import numpy as np
 import autodsl.backend as backend
 from autodsl.core.grad_mode import enable_grad
 from autodsl.core.trace import tracing
-from autodsl.core.watch import caller_namespace, quiet
+from autodsl.core.watch import quiet
+from autodsl.names import caller_namespace
 from autodsl.ops.creation import zeros_like
 from autodsl.errors import AutogradError, DTypeError, TypeError_, ValueError_
 from autodsl.core.autograd import grad
-from autodsl.tools.graph import NAMES
+from autodsl.context import current
 from autodsl.core.tensor import Tensor
 
 __all__ = ["check", "gradcheck", "gradgradcheck", "CheckResult", "CheckRow"]
@@ -323,7 +324,7 @@ class CheckResult:
 def _names_from_session(inputs) -> list:
     """The variable names the running Session (from Python: the caller) binds to each input
     (None where there is none)."""
-    provider = NAMES.get()
+    provider = current().names
     namespace = provider() if provider is not None else caller_namespace()    # Python API: the caller's
     out = []
     for t in inputs:

@@ -22,8 +22,10 @@ from autodsl.core.quiet import ieee
 from autodsl.core.trace import node_labels, tracing
 from autodsl.core import watch
 from autodsl.core.watch import quiet
+from autodsl.names import caller_namespace
 from autodsl.errors import AutogradError, IndexError_, TypeError_, ValueError_
-from autodsl.tools.graph import NAMES, names_by_id
+from autodsl.context import current
+from autodsl.tools.graph import names_by_id
 from autodsl.core.tensor import Tensor
 from autodsl.textfmt import format_array, format_number
 
@@ -189,8 +191,8 @@ def explain(f, x, element=None, names=None, max_paths: int = 16) -> Explanation:
         max_paths = max(int(max_paths), 1)
     except (TypeError, ValueError):
         raise TypeError_(f"explain(..., max_paths=) takes a whole number, not {max_paths!r}") from None
-    if names is None and NAMES.get() is None:
-        names = watch._caller_namespace()       # the Python API: the caller's variables (as why())
+    if names is None and current().names is None:
+        names = caller_namespace()       # the Python API: the caller's variables (as why())
     by_id = names_by_id(names)
     labels = node_labels([f.grad_fn], by_id)
     target = x._gradient_edge()

@@ -15,7 +15,6 @@ Every walk uses an explicit stack (DESIGN §1.5): a 100,000-node chain prints.
 """
 from __future__ import annotations
 
-from contextvars import ContextVar
 
 import os
 import shutil
@@ -29,6 +28,8 @@ import autodsl.backend as backend
 from autodsl.core import watch
 from autodsl.core.node import AccumulateGrad, format_pos, pos_text
 from autodsl.core.trace import leaf_label, node_labels, walk
+from autodsl.context import current
+from autodsl.names import caller_namespace
 from autodsl.errors import RuntimeError_, TypeError_, ValueError_
 from autodsl.core.tensor import Tensor
 from autodsl.textfmt import format_array, format_number
@@ -107,19 +108,12 @@ def _grad_text(t) -> str | None:
     return None if g is None else _value_text(g._data)
 
 
-# A Session sets this to a callable returning its namespace, so that graph(f)
-# in a script names leaves by their variables without being told.
-NAMES: ContextVar = ContextVar("autodsl_graph_names", default=None)
-# A Session made with files=False turns this off: dot() then refuses to write.
-FILES_ALLOWED: ContextVar = ContextVar("autodsl_files_allowed", default=True)
-
-
 def user_names(names=None):
     """The names to show: ``names`` when given; None inside a Session (``_name_maps`` then
-    reads its namespace through ``NAMES``); else, from the Python API, the caller's variables
+    reads its namespace through the run context's ``names``); else, from the Python API, the caller's variables
     (``{name: tensor}`` of the first frame outside autodsl: ``watch.caller_namespace``)."""
-    if names is None and NAMES.get() is None:
-        return watch.caller_namespace()
+    if names is None and current().names is None:
+        return caller_namespace()
     return names
 
 
@@ -137,7 +131,7 @@ def _name_maps(names):
     """
     by_id, by_node = {}, {}
     if names is None:
-        provider = NAMES.get()
+        provider = current().names
         names = provider() if provider is not None else None
     if names is None:
         return by_id, by_node
@@ -459,7 +453,7 @@ def dot(x, file=None, names=None) -> str:
         return text
     if not isinstance(file, (str, os.PathLike)) or isinstance(file, bytes):
         raise TypeError_(f"dot(): the file must be a string such as \"graph.svg\", not {type(file).__name__}")
-    if not FILES_ALLOWED.get():
+    if not current().files_allowed:
         raise RuntimeError_("dot(): this session may not write files (Session(files=False)); "
                             "call dot(x) without a file to get the DOT text")
     path = Path(file)

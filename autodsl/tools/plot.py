@@ -27,7 +27,7 @@ from autodsl.core.watch import quiet
 from autodsl.ops.creation import linspace, ones_like, tensor
 from autodsl.errors import DSLError, RuntimeError_, ShapeError, TypeError_, ValueError_
 from autodsl.core.autograd import grad
-from autodsl.tools.graph import FILES_ALLOWED
+from autodsl.context import current
 from autodsl.core.tensor import Tensor
 
 __all__ = ["plot", "Plot"]
@@ -351,7 +351,7 @@ def _check_file(file) -> str:
     if ext not in PICTURE_FORMATS:
         raise ValueError_(f"plot(): cannot tell the picture format of {str(file)!r}; end the file name in "
                           + ", ".join("." + e for e in PICTURE_FORMATS))
-    if not FILES_ALLOWED.get():
+    if not current().files_allowed:
         raise RuntimeError_("plot(): this session may not write files (Session(files=False)); "
                             "leave out file= to draw in the terminal only")
     try:

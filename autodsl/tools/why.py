@@ -45,8 +45,10 @@ from autodsl.core import watch
 from autodsl.core.node import AccumulateGrad, format_pos, pos_text
 from autodsl.core.rules import input_value, output_value
 from autodsl.core.trace import last_trace, node_labels, walk
+from autodsl.names import caller_namespace
 from autodsl.errors import DSLError, TypeError_
-from autodsl.tools.graph import NAMES, _name_maps
+from autodsl.context import current
+from autodsl.tools.graph import _name_maps
 from autodsl.core.tensor import Tensor
 from autodsl.textfmt import format_array, format_number
 
@@ -148,8 +150,8 @@ def _value(arr) -> str:
 class _Explainer:
     def __init__(self, x, names):
         self.x = x
-        if names is None and NAMES.get() is None:
-            names = watch._caller_namespace()       # the Python API: the caller's variables
+        if names is None and current().names is None:
+            names = caller_namespace()       # the Python API: the caller's variables
         self.by_id, self.by_node = _name_maps(names)
         self.namespace = _namespace(names)
         nm = self.by_id.get(id(x))
@@ -556,9 +558,9 @@ class _Explainer:
 
 def _namespace(names) -> list:
     """[(name, tensor)] of the user's variables: from ``names`` when it maps names to tensors,
-    else from the Session's (``graphview.NAMES``)."""
+    else from the Session's (the run context's ``names``)."""
     if names is None:
-        provider = NAMES.get()
+        provider = current().names
         try:
             names = provider() if provider is not None else None
         except Exception:  # noqa: BLE001 - names are a nicety

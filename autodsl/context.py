@@ -1,0 +1,125 @@
+"""The run context: everything one run of autodsl code needs, in one object.
+
+A ``RunContext`` holds the state that used to be spread over flags and context
+variables: grad mode, the source position being evaluated, the IEEE scope,
+anomaly mode, the trace settings and sink, the name resolver, the undo journal,
+the files permission, the last backward, the language's progress callback and
+the default dtype and device.
+
+One ContextVar holds the current context. A ``Session`` owns one and makes it
+current while its code runs; the Python API uses ``DEFAULT``, the only
+module-level mutable state of the package besides tables filled once at import.
+Lower layers read ``current()``; nothing here imports the rest of the package,
+so every layer can.
+
+Threads: a new thread starts with ``DEFAULT`` as its context. Give each thread
+that runs autodsl code its own ``Session`` (one session per thread); threads
+that use the Python API directly share ``DEFAULT``, and with it grad mode and
+the default dtype.
+"""
+from __future__ import annotations
+
+from contextvars import ContextVar
+
+__all__ = ["RunContext", "DEFAULT", "current", "use", "scoped"]
+
+
+class RunContext:
+    """The state of one run (see the module doc). Fields, with their defaults:
+
+    * ``grad_enabled`` (True): new ops record a graph.
+    * ``pos`` (None): where the expression being evaluated was written, a tuple
+      ``(file, line, column, text)`` set by the language; None from Python.
+    * ``ieee_depth`` (0): open ``ieee()`` scopes; ops skip their own when > 0.
+    * ``in_pass`` (0): backward passes running (ops made inside are the engine's).
+    * ``quiet`` (0): internal passes (check, plot, explain) that must not become
+      the last backward.
+    * ``anomaly`` (None): the anomaly-mode state, or None when off.
+    * ``journal`` (None): the undo log of the open transaction.
+    * ``names`` (None): a callable returning the namespace whose variables name
+      tensors in errors, traces and graphs (a Session's).
+    * ``files_allowed`` (True): built-ins may write files.
+    * ``trace_enabled`` (False), ``trace_sink`` (None), ``trace_printer`` (None),
+      ``last_trace`` (None): backward traces, where they go, the last one.
+    * ``last_backward`` (None): what ``why()`` explains.
+    * ``loop_progress`` (None): the language's progress callback for long loops.
+    * ``language`` (0): > 0 while the language runs, so errors take the script's
+      position instead of a Python caller's.
+    * ``default_dtype`` (None: float64), ``default_device`` ("cpu").
+    """
+
+    __slots__ = ("grad_enabled", "pos", "ieee_depth", "in_pass", "quiet", "anomaly", "journal",
+                 "names", "files_allowed", "trace_enabled", "trace_sink", "trace_printer",
+                 "last_trace", "last_backward", "loop_progress", "language", "default_dtype",
+                 "default_device")
+
+    def __init__(self, **fields):
+        self.grad_enabled = True
+        self.pos = None
+        self.ieee_depth = 0
+        self.in_pass = 0
+        self.quiet = 0
+        self.anomaly = None
+        self.journal = None
+        self.names = None
+        self.files_allowed = True
+        self.trace_enabled = False
+        self.trace_sink = None
+        self.trace_printer = None
+        self.last_trace = None
+        self.last_backward = None
+        self.loop_progress = None
+        self.language = 0
+        self.default_dtype = None
+        self.default_device = "cpu"
+        for k, v in fields.items():
+            setattr(self, k, v)
+
+    def __repr__(self) -> str:
+        return f"<RunContext grad_enabled={self.grad_enabled} device={self.default_device}>"
+
+
+DEFAULT = RunContext()
+_current: ContextVar[RunContext] = ContextVar("autodsl_run_context", default=DEFAULT)
+
+current = _current.get
+
+
+class use:
+    """Make ``ctx`` the current context inside the block (a Session's runs do this)."""
+
+    __slots__ = ("ctx", "_token")
+
+    def __init__(self, ctx: RunContext):
+        self.ctx = ctx
+
+    def __enter__(self) -> RunContext:
+        self._token = _current.set(self.ctx)
+        return self.ctx
+
+    def __exit__(self, *exc):
+        _current.reset(self._token)
+        return False
+
+
+class scoped:
+    """Set fields of the current context inside the block, restoring them on every exit path:
+    ``with scoped(grad_enabled=False): ...``. The context is the one current at entry."""
+
+    __slots__ = ("fields", "_ctx", "_old")
+
+    def __init__(self, **fields):
+        self.fields = fields
+
+    def __enter__(self) -> RunContext:
+        ctx = self._ctx = _current.get()
+        self._old = {k: getattr(ctx, k) for k in self.fields}
+        for k, v in self.fields.items():
+            setattr(ctx, k, v)
+        return ctx
+
+    def __exit__(self, *exc):
+        ctx = self._ctx
+        for k, v in self._old.items():
+            setattr(ctx, k, v)
+        return False

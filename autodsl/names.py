@@ -1,0 +1,82 @@
+"""Which variable holds this tensor: the one resolver for errors, traces, graphs, why and explain.
+
+A Session puts a callable returning its namespace in the run context (``names``);
+from the Python API the names are the caller's variables (the first frame
+outside autodsl, found by ``autodsl.source.user_frame``).
+"""
+from __future__ import annotations
+
+from autodsl.context import current
+from autodsl.source import user_frame
+
+__all__ = ["TENSOR_TYPES", "names_of", "caller_namespace", "named_tensors", "frame_namespaces",
+           "is_tensor", "caller_frame"]
+
+# The tensor class, registered by autodsl.core.tensor at import (this module sits below it).
+TENSOR_TYPES: tuple = ()
+
+
+def caller_frame():
+    """The frame whose variables name tensors from the Python API: the first outside autodsl."""
+    return user_frame(1)
+
+
+def register_tensor_type(cls) -> None:
+    """Called once, by the module that defines Tensor."""
+    global TENSOR_TYPES
+    TENSOR_TYPES = (*TENSOR_TYPES, cls)
+
+
+def names_of(tensor=None, counter=None, data=None) -> list[str]:
+    """The user's variable names for ``tensor`` (exactly that object first), then for
+    tensors sharing its version ``counter`` (views, detached aliases), from the run context's ``names``."""
+    provider = current().names
+    try:
+        ns = provider() if provider is not None else caller_namespace()
+    except Exception:  # noqa: BLE001 - a name is a nicety
+        return []
+    exact, alias = [], []
+    for k, v in list(ns.items()):
+        if not isinstance(k, str) or k.startswith("_") or not hasattr(v, "_version"):
+            continue
+        if tensor is not None and v is tensor:
+            exact.append(k)
+        elif data is not None and getattr(v, "_data", None) is data:
+            exact.append(k)
+        elif counter is not None and v._version is counter:
+            alias.append(k)
+    return exact + alias
+
+
+def is_tensor(v) -> bool:
+    """True for an autodsl tensor (the class registers itself: ``TENSOR_TYPES``)."""
+    return isinstance(v, TENSOR_TYPES)
+
+
+def named_tensors(*namespaces) -> dict:
+    """``{name: tensor}`` from ``{name: value}`` dicts, later ones winning for a name (locals
+    after globals); names starting with ``_`` (``_``, IPython's ``_1``) are left out."""
+    merged = {}
+    for ns in namespaces:
+        merged.update(ns)
+    return {k: v for k, v in merged.items()
+            if isinstance(k, str) and not k.startswith("_") and is_tensor(v)}
+
+
+def frame_namespaces(frame) -> tuple:
+    """Copies of ``frame``'s globals and locals (two dict copies: cheap; the names as they are now)."""
+    if frame is None:
+        return ()
+    g = frame.f_globals
+    loc = frame.f_locals
+    return (dict(g),) if loc is g else (dict(g), dict(loc))
+
+
+def caller_namespace() -> dict:
+    """``{name: tensor}`` of the Python API user's code: the global, then the local variables
+    (a local wins) of the first frame outside autodsl. Only tensors; names starting with ``_``
+    are left out. Used when no Session supplies names: ``why``, ``explain``, ``graph``,
+    ``dot``, ``step``, version errors, and the backward trace (``trace.Recorder.finish``)."""
+    return named_tensors(*frame_namespaces(caller_frame()))
+
+

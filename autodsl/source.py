@@ -1,0 +1,130 @@
+"""Source positions: where an expression or a Python call that made a node was written.
+
+A position is a tuple ``(file, line, column, text)``: the language sets one per
+expression (``text`` is the expression's source, e.g. ``w1*x^2``) as the run
+context's ``pos``; nodes made from the Python API take their caller's
+``(file, line, None, None)`` from ``caller_pos()``, and the line's text is read
+back from the file only when shown. ``user_frame()`` is the one frame walker:
+the first frame outside the autodsl package is the user's.
+"""
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+
+from autodsl.context import current
+
+__all__ = ["SOURCE_POS", "user_frame", "caller_pos", "caller_line", "current_pos", "pos_text",
+           "format_pos"]
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def user_frame(depth: int = 1):
+    """The first frame outside autodsl (and outside frozen runpy frames), or None; the walk
+    starts ``depth`` frames above the caller of this function."""
+    try:
+        f = sys._getframe(depth + 1)
+    except ValueError:
+        return None
+    while f is not None and (f.f_code.co_filename.startswith(_PACKAGE_DIR)
+                             or f.f_code.co_filename.startswith("<frozen ")):     # runpy: not the user's
+        f = f.f_back
+    return f
+
+
+_POSITIONS: dict = {}
+
+
+def caller_pos(depth: int = 1):
+    """``(file, line, None, None)`` of the user's frame (see ``user_frame``), or None.
+
+    Used for nodes made from the Python API, so that a user of
+    ``autodsl.tensor(...) * w`` sees their own file and line in traces and errors.
+    """
+    f = user_frame(depth + 1)
+    if f is None:
+        return None
+    # One tuple per source line, shared by every node made there: a loop that makes a
+    # million nodes must not make a million more objects for the cyclic GC to walk.
+    key = (f.f_code.co_filename, f.f_lineno)
+    pos = _POSITIONS.get(key)
+    if pos is None:
+        if len(_POSITIONS) >= 10_000:
+            _POSITIONS.clear()
+        pos = _POSITIONS[key] = (key[0], key[1], None, None)
+    return pos
+
+
+def caller_line(depth: int = 1):
+    """``(file, line, source line)`` of the user's frame, or None (errors from Python calls)."""
+    f = user_frame(depth + 1)
+    if f is None:
+        return None
+    name, line = f.f_code.co_filename, f.f_lineno
+    return name, line, linecache.getline(name, line).rstrip("\n") or None
+
+
+def current_pos():
+    """The language's position of the expression being evaluated, else the Python caller's."""
+    return current().pos or caller_pos(2)
+
+
+class _SourcePos:
+    """The run context's ``pos`` with a ContextVar-like ``get``/``set``/``reset`` (the token
+    ``set`` returns restores the position on the context it was set on)."""
+
+    __slots__ = ()
+
+    def get(self):
+        return current().pos
+
+    def set(self, pos):
+        ctx = current()
+        old = ctx.pos
+        ctx.pos = pos
+        return ctx, old
+
+    def reset(self, token) -> None:
+        ctx, old = token
+        ctx.pos = old
+
+
+SOURCE_POS = _SourcePos()
+
+
+def pos_text(pos) -> str | None:
+    """The source text recorded with ``pos``: the expression in the language, the
+    caller's line (read back from the file) for the Python API; None if unknown."""
+    if not pos:
+        return None
+    if pos[3] is not None:
+        return pos[3]
+    if pos[0] and pos[1]:
+        line = linecache.getline(pos[0], pos[1]).strip()
+        return line or None
+    return None
+
+
+def format_pos(pos, *, text: bool = True, file: bool = False) -> str:
+    """``line:col`` (``file:line:col`` with ``file=True``, ``file:line`` for Python callers),
+    followed by the source text in backquotes when ``text``; "" when ``pos`` is None.
+
+    A REPL input (file ``<input 3>``) always shows its name, ``<input 3>:1:7``: every
+    input is line 1, so without it positions from different inputs look the same."""
+    if not pos or pos[1] is None:
+        return ""
+    fname, line, col = pos[0], pos[1], pos[2]
+    if col is None:         # a Python caller: the file is the useful part
+        where = f"{os.path.basename(fname) if fname else '<python>'}:{line}"
+    else:
+        show = fname and (file or fname.startswith("<input "))
+        where = f"{fname}:{line}:{col}" if show else f"{line}:{col}"
+    if text:
+        t = pos_text(pos)
+        if t:
+            if len(t) > 60:
+                t = t[:57] + "..."
+            where += f" `{t}`"
+    return where
