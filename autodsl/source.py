@@ -19,17 +19,18 @@ __all__ = ["SOURCE_POS", "user_frame", "caller_pos", "caller_line", "current_pos
            "format_pos"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_OURS = (_PACKAGE_DIR, "<frozen ")      # frames that are not the user's (runpy's are frozen)
+_getframe = sys._getframe
 
 
 def user_frame(depth: int = 1):
     """The first frame outside autodsl (and outside frozen runpy frames), or None; the walk
     starts ``depth`` frames above the caller of this function."""
     try:
-        f = sys._getframe(depth + 1)
+        f = _getframe(depth + 1)
     except ValueError:
         return None
-    while f is not None and (f.f_code.co_filename.startswith(_PACKAGE_DIR)
-                             or f.f_code.co_filename.startswith("<frozen ")):     # runpy: not the user's
+    while f is not None and f.f_code.co_filename.startswith(_OURS):
         f = f.f_back
     return f
 
@@ -42,18 +43,28 @@ def caller_pos(depth: int = 1):
 
     Used for nodes made from the Python API, so that a user of
     ``autodsl.tensor(...) * w`` sees their own file and line in traces and errors.
+    (``user_frame``'s walk written out: this runs for every node made from Python.)
     """
-    f = user_frame(depth + 1)
-    if f is None:
+    try:
+        f = _getframe(depth + 1)
+    except ValueError:
+        return None
+    ours = _OURS
+    while f is not None:
+        name = f.f_code.co_filename
+        if not name.startswith(ours):
+            break
+        f = f.f_back
+    else:
         return None
     # One tuple per source line, shared by every node made there: a loop that makes a
     # million nodes must not make a million more objects for the cyclic GC to walk.
-    key = (f.f_code.co_filename, f.f_lineno)
+    key = (name, f.f_lineno)
     pos = _POSITIONS.get(key)
     if pos is None:
         if len(_POSITIONS) >= 10_000:
             _POSITIONS.clear()
-        pos = _POSITIONS[key] = (key[0], key[1], None, None)
+        pos = _POSITIONS[key] = (name, key[1], None, None)
     return pos
 
 

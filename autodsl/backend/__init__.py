@@ -46,7 +46,7 @@ __all__ = [
     "set_default_device", "defaults", "xp", "check_device", "to_host", "seed",
     "is_floating", "namespace_of", "dtype_of", "device_of", "asarray", "may_share_memory",
     "scatter_add", "native_dtype", "kind_of", "copy", "ufunc_inplace", "unshared", "where", "zero_of", "writeable", "contiguous", "getitem",
-    "setitem", "random_uniform", "random_normal", "ignore_fp_errors", "broadcast_shapes",
+    "setitem", "random_uniform", "random_normal", "ignore_fp_errors", "fp_errors_off", "fp_errors_restore", "broadcast_shapes",
     "use_namespace", "namespace_name", "SCALAR_TYPES", "HOST_BOOL", "HOST_INT", "HOST_FLOAT",
     "is_host_array", "scalar_array", "NAMESPACES",
 ]
@@ -648,6 +648,23 @@ class _IgnoreFPErrors:
 
 ignore_fp_errors = _IgnoreFPErrors if _np_errstate_var is not None else \
     functools.partial(np.errstate, all="ignore")
+
+
+def fp_errors_off():
+    """Start ignoring FP errors without a context manager object (an op's hot path); give
+    what it returns to ``fp_errors_restore`` on every exit path."""
+    if _np_errstate_var is not None:
+        return _np_errstate_var.set(_IGNORE_ALL)
+    err = ignore_fp_errors()
+    err.__enter__()
+    return err
+
+
+def fp_errors_restore(token) -> None:
+    if _np_errstate_var is not None:
+        _np_errstate_var.reset(token)
+    else:
+        token.__exit__(None, None, None)
 
 
 # -- random numbers -------------------------------------------------------------------------------

@@ -143,8 +143,12 @@ class Node:
     """
 
     name = "Node"
-    __slots__ = ("next_edges", "seq_nr", "input_shapes", "input_dtypes", "pos",
-                 "_saved", "_released", "_retained", "__weakref__")
+    __slots__ = ("next_edges", "seq_nr", "input_shapes", "input_dtypes", "pos", "__weakref__")
+    # Class defaults, so that an op's node (made without __init__) stores them only when they
+    # change: its saved tensors, whether a backward freed them, the retain_grad() outputs.
+    _saved = None
+    _released = False
+    _retained = None
     # Tensor hooks (``register_hook``), run on the summed gradient before the node uses it:
     # None, or {handle id: (hook, what it is on)} in registration order. A class default, so that op nodes
     # (made without __init__) pay nothing until a hook is registered; AccumulateGrad has a slot.
@@ -293,7 +297,7 @@ class AccumulateGrad(Node):
     """The sink of a leaf that requires grad: the engine adds what reaches it into ``.grad``."""
 
     name = "AccumulateGrad"
-    __slots__ = ("variable", "_pre_hooks")
+    __slots__ = ("variable", "_pre_hooks", "_saved", "_released", "_retained")
 
     def __init__(self, variable):
         super().__init__()

@@ -25,7 +25,7 @@ from autodsl.names import register_tensor_type
 from autodsl.errors import AutogradError, DeviceError, IndexError_, DTypeError, ShapeError, TypeError_, ValueError_
 from autodsl.textfmt import format_tensor_parts
 
-__all__ = ["Tensor", "as_tensor", "array_from_data", "make_seeds", "run_backward", "PUBLIC_ATTRIBUTES", "PUBLIC_METHODS"]
+__all__ = ["Tensor", "new_tensor", "as_tensor", "array_from_data", "make_seeds", "run_backward", "PUBLIC_ATTRIBUTES", "PUBLIC_METHODS"]
 
 _Scalar = backend.SCALAR_TYPES
 _scalar_array = backend.scalar_array
@@ -506,6 +506,31 @@ def _number(x):
         return x
     raise TypeError_(f"tensor(...) takes numbers or nested lists of numbers, not {type(x).__name__}")
 
+
+
+_new_object = object.__new__
+
+
+def new_tensor(data, device: str) -> Tensor:
+    """``Tensor(data, _device=device)`` without the keyword handling: an op's output (``data`` an
+    array of ``device``, or a NumPy scalar from 0-d arithmetic, kept as a 0-d array)."""
+    if isinstance(data, _Scalar):
+        data = _scalar_array(data)
+    t = _new_object(Tensor)
+    t._data = data
+    t._version = [0]
+    t._base = None
+    t._view_chain = None
+    t._gen = 0
+    t._base_gen = 0
+    t.grad_fn = None
+    t._grad = None
+    t._retains_grad = False
+    t._accumulate = None
+    t._pos = None
+    t.device = device
+    t._requires_grad = False
+    return t
 
 register_tensor_type(Tensor)      # names.is_tensor: the resolver sits below this module
 

@@ -15,6 +15,7 @@ An op class subclasses ``Op`` (a graph ``Node``) and defines
 from __future__ import annotations
 
 import contextlib
+import gc
 import weakref
 
 import autodsl.backend as backend
@@ -28,7 +29,9 @@ from autodsl.core.node import Node, SavedOutput, next_seq_nr
 from autodsl.source import caller_pos
 from autodsl.names import names_of
 from autodsl.errors import AutogradError, DeviceError, DSLError, DTypeError, ShapeError
-from autodsl.core.tensor import PUBLIC_METHODS, Tensor, as_tensor
+from autodsl.core.tensor import PUBLIC_METHODS, Tensor, as_tensor, new_tensor
+
+_gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
 
 __all__ = ["Op", "defop", "apply", "inplace", "REGISTRY", "OpInfo", "sum_to", "to_op"]
 
@@ -159,7 +162,7 @@ _CONSTANTS: dict = {}
 
 
 def _constant(value: float, like, device: str) -> Tensor:
-    key = (value, backend.dtype_of(like), type(like), device)   # our DType: no cross-library dtype compare
+    key = (value, type(like), like.dtype, device)   # the array type first: no cross-library dtype compare
     t = _CONSTANTS.get(key)
     if t is None:
         t = Tensor(namespace_of(like).asarray(value, dtype=like.dtype), _device=device)
@@ -248,20 +251,60 @@ def _to_tensors(inputs):
     return out
 
 
+def _fast_pair(cls, a, b):
+    """[a, b] as tensors of one dtype for the usual binary case (x * y of one dtype, x * 0.5 with
+    a floating x), or None to go the general way."""
+    if type(a) is Tensor:
+        arr = a._data
+        if type(b) is Tensor:
+            if arr.dtype == b._data.dtype and b.device == a.device and (
+                    not cls.floating or kind_of(arr.dtype) == "f"):
+                return [a, b]
+        elif type(b) is float and kind_of(arr.dtype) == "f":
+            return [a, _constant(b, arr, a.device)]
+    return None
+
+
 def apply(cls, *inputs, **params) -> Tensor:
-    """Run op ``cls`` on ``inputs`` (Tensors or numbers) and record its node when needed."""
-    tensors = _promoted(cls, inputs) if cls.promote else _to_tensors(inputs)
-    device = tensors[0].device if tensors else backend.get_default_device()
+    """Run op ``cls`` on ``inputs`` (Tensors or numbers) and record its node when needed.
+
+    Note [the cost of an op]: this runs for every op a user makes, so it does only what
+    it must (about a page of attribute stores) and reads the run context once. The cyclic
+    collector is held off while it runs: an op allocates a handful of objects, and each
+    collection it would trigger walks the whole live graph (which has no reference cycles,
+    so the collector frees nothing there); the host program's own allocations still
+    trigger collections as usual, and its settings are never changed.
+    """
+    gc_on = _gc_isenabled()
+    if gc_on:
+        _gc_disable()
+    try:
+        return _apply(cls, inputs, params)
+    finally:
+        if gc_on:
+            _gc_enable()
+
+
+def _apply(cls, inputs, params) -> Tensor:
+    tensors = None
+    if cls.promote is True and len(inputs) == 2:
+        tensors = _fast_pair(cls, inputs[0], inputs[1])
+    if tensors is None:
+        tensors = _promoted(cls, inputs) if cls.promote else _to_tensors(inputs)
+        device = tensors[0].device if tensors else backend.get_default_device()
+        for t in tensors:
+            if t.device != device:
+                raise DeviceError(f"{cls.op_name}: tensors on different devices ({device} and {t.device}); "
+                                  "move them to one device with .to(\"cpu\") or .to(\"cuda\")")
+    else:
+        device = tensors[0].device
     for t in tensors:
         if t._base is not None and t._base_gen != t._base._gen:
             _refresh_view(t)
-        if t.device != device:
-            raise DeviceError(f"{cls.op_name}: tensors on different devices ({device} and {t.device}); "
-                              "move them to one device with .to(\"cpu\") or .to(\"cuda\")")
+    ctx = current()
     node = cls.__new__(cls)
     diff = cls.differentiable
     record = False
-    ctx = current()
     grad_on = ctx.grad_enabled
     if grad_on and not cls.never_differentiable:
         for i, t in enumerate(tensors):
@@ -269,24 +312,37 @@ def apply(cls, *inputs, **params) -> Tensor:
                 record = True
                 break
     node._record = record
-    node._saved = None
     node.inputs = tensors
     if record:      # before forward, so that forward saves only what the needed gradients use
-        node.next_edges = tuple(
-            t._gradient_edge() if t._requires_grad and (diff is None or i in diff) else None
-            for i, t in enumerate(tensors))
+        if len(tensors) == 2 and diff is None:
+            a, b = tensors
+            node.next_edges = (a._gradient_edge() if a._requires_grad else None,
+                               b._gradient_edge() if b._requires_grad else None)
+        else:
+            node.next_edges = tuple(
+                t._gradient_edge() if t._requires_grad and (diff is None or i in diff) else None
+                for i, t in enumerate(tensors))
+    if len(tensors) == 2:
+        arrays = (tensors[0]._data, tensors[1]._data)
+    elif len(tensors) == 1:
+        arrays = (tensors[0]._data,)
+    else:
+        arrays = [t._data for t in tensors]
     try:
         if ctx.ieee_depth:        # inside a Session run or a backward: IEEE results already set
-            out_arr = node.forward(*[t._data for t in tensors], **params)
+            out_arr = node.forward(*arrays, **params)
         else:
-            with ieee():
-                out_arr = node.forward(*[t._data for t in tensors], **params)
+            token = backend.fp_errors_off()
+            try:
+                out_arr = node.forward(*arrays, **params)
+            finally:
+                backend.fp_errors_restore(token)
     except DSLError:
         raise
     except (ValueError, IndexError, TypeError) as e:
         raise _translate(cls, tensors, e) from None
     # a NumPy scalar becomes a 0-d array; only to() moves data to another device
-    out = Tensor(out_arr, _device=None if cls.moves_device else device)
+    out = Tensor(out_arr) if cls.moves_device else new_tensor(out_arr, device)
     out_arr = out._data
     if cls.view and tensors and backend.may_share_memory(out_arr, tensors[0]._data):
         src = tensors[0]
@@ -298,26 +354,28 @@ def apply(cls, *inputs, **params) -> Tensor:
         out._base_gen = out._base._gen
     node.inputs = None
     if record:
-        node._released = False
-        node._retained = None
         node.seq_nr = next_seq_nr()
         node.pos = ctx.pos or caller_pos()
         edges = node.next_edges
         if None in edges:     # graph() shows the value of a scalar constant input (x * 0.5)
-            node._consts = tuple(t._data if e is None and t._data.ndim == 0 else None
-                                 for t, e in zip(tensors, edges))
+            if len(arrays) == 2:
+                d0, d1 = arrays
+                node._consts = (d0 if edges[0] is None and d0.ndim == 0 else None,
+                                d1 if edges[1] is None and d1.ndim == 0 else None)
+            else:
+                node._consts = tuple(d if e is None and d.ndim == 0 else None for d, e in zip(arrays, edges))
         dt = out_arr.dtype
-        if len(tensors) == 1:             # (the usual arities spelled out: this runs for every op)
-            d0 = tensors[0]._data
+        if len(arrays) == 1:             # (the usual arities spelled out: this runs for every op)
+            d0 = arrays[0]
             node.input_shapes = (d0.shape,)
             node.input_dtypes = None if d0.dtype == dt else (d0.dtype,)   # None: all the output's
-        elif len(tensors) == 2:
-            d0, d1 = tensors[0]._data, tensors[1]._data
+        elif len(arrays) == 2:
+            d0, d1 = arrays
             node.input_shapes = (d0.shape, d1.shape)
             node.input_dtypes = None if d0.dtype == dt and d1.dtype == dt else (d0.dtype, d1.dtype)
         else:
-            node.input_shapes = tuple(t._data.shape for t in tensors)
-            dts = tuple(t._data.dtype for t in tensors)
+            node.input_shapes = tuple(d.shape for d in arrays)
+            dts = tuple(d.dtype for d in arrays)
             node.input_dtypes = None if all(d == dt for d in dts) else dts
         node._out_ref = weakref.ref(out)                   # graph() shows outputs' values
         if out_arr.ndim == 0:
