@@ -1,4 +1,4 @@
-"""Note [plain backward] (ops/elementwise.py): without create_graph, some formulas run on the
+"""Note [one formula] (ops/formula.py): without create_graph, formulas run on the
 arrays directly; they must give exactly what the recorded formulas give under create_graph."""
 from __future__ import annotations
 

@@ -49,6 +49,12 @@ class SavedTensor:
         _check_version(node, index, t._version, self.version, t._data.shape, tensor=t)
         return t
 
+    def unpack_array(self, node: "Node", index: int):
+        t = self.tensor
+        if t._version[0] != self.version:
+            _check_version(node, index, t._version, self.version, t._data.shape, tensor=t)
+        return t._data
+
 
 class SavedOutput:
     """A node's own output, saved without the Tensor object.
@@ -68,6 +74,11 @@ class SavedOutput:
         self.version = tensor._version[0]
         self.device = tensor.device
         self.cls = type(tensor)
+
+    def unpack_array(self, node: "Node", index: int):
+        if self.counter[0] != self.version:
+            _check_version(node, index, self.counter, self.version, self.data.shape, data=self.data)
+        return self.data
 
     def unpack(self, node: "Node", index: int):
         _check_version(node, index, self.counter, self.version, self.data.shape, data=self.data)
@@ -185,6 +196,17 @@ class Node:
         if saved is None:
             return ()
         return tuple(None if s is None else s.unpack(self, i) for i, s in enumerate(saved))
+
+    @property
+    def saved_arrays(self) -> tuple:
+        """The saved values as backend arrays (None where nothing was saved), after the same
+        checks as ``saved_tensors``: what a formula computes on without create_graph."""
+        if self._released:
+            return self.saved_tensors       # raises the retain_graph error
+        saved = self._saved
+        if saved is None:
+            return ()
+        return tuple(None if s is None else s.unpack_array(self, i) for i, s in enumerate(saved))
 
     def release(self) -> None:
         """Free saved tensors (after a backward without retain_graph)."""

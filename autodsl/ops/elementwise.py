@@ -11,23 +11,12 @@ from autodsl.backend import kind_of, namespace_of
 from autodsl.errors import DTypeError, ValueError_
 from autodsl.core import grad_mode
 from autodsl.core.tensor import Tensor
+from autodsl.ops.formula import TENSORS
 from autodsl.ops.registry import Op, apply, defop
 
-# Note [plain backward]
-# A backward formula is written with autodsl's ops so that create_graph=true records it. Without
-# create_graph (the engine runs formulas with grad mode off) nothing is recorded, and for the ops
-# every network and chain uses (add, sub, mul, exp, sin, cos, relu) the same formula is computed
-# on the arrays directly: a few NumPy calls instead of a few ops, each with promotion, a node and
-# error-state handling. Results are identical: the same arithmetic on the same arrays.
-
-
-def _plain_backward() -> bool:
-    """True while a backward formula runs without create_graph (grad mode off: nothing to record)."""
-    return not grad_mode.is_grad_enabled()
-
-
-def _array_grad(arr, like) -> Tensor:
-    return Tensor(arr, _device=like.device)
+# The ops every network and chain uses state their derivative once, as a ``formula`` that runs
+# on arrays without create_graph and on Tensors with it (Note [one formula], ops/formula.py).
+# The others write ``backward(self, g)`` with autodsl's ops.
 
 __all__ = ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "sin", "cos", "tan",
            "tanh", "sigmoid", "relu", "abs", "sign", "clamp", "where", "maximum", "minimum", "clone"]
@@ -47,7 +36,7 @@ class Add(Op):
 
     rule = ("grad", "grad")
 
-    def backward(self, g):
+    def formula(self, F, g):
         return g, g
 
 
@@ -60,10 +49,8 @@ class Sub(Op):
 
     rule = ("grad", "-grad")
 
-    def backward(self, g):
-        if not self.needs_input_grad[1]:
-            return g, None
-        return g, (_array_grad(-g._data, g) if _plain_backward() else -g)
+    def formula(self, F, g):
+        return g, (-g if self.next_edges[1] is not None else None)
 
 
 @defop("mul")
@@ -84,13 +71,8 @@ class Mul(Op):
 
     rule = ("grad * b", "grad * a")
 
-    def backward(self, g):
-        x, y = self.saved_tensors
-        na, nb = self.needs_input_grad
-        if _plain_backward():           # the same formula on the arrays (Note [plain backward])
-            d = g._data
-            return (_array_grad(d * y._data, g) if na else None), (_array_grad(d * x._data, g) if nb else None)
-        return (g * y if na else None), (g * x if nb else None)   # d(xy) = y dx + x dy
+    def formula(self, F, g, x, y):      # d(xy) = y dx + x dy
+        return (g * y if y is not None else None), (g * x if x is not None else None)
 
 
 @defop("div")
@@ -174,11 +156,8 @@ class Exp(Op):
 
     rule = ("grad * out",)
 
-    def backward(self, g):
-        (out,) = self.saved_tensors
-        if _plain_backward():
-            return (_array_grad(g._data * out._data, g),)
-        return (g * out,)   # d e^x = e^x
+    def formula(self, F, g, out):       # d e^x = e^x
+        return (g * out,)
 
 
 @defop("log")
@@ -225,11 +204,8 @@ class Sin(Op):
 
     rule = ("grad * cos(a)",)
 
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        if _plain_backward():
-            return (_array_grad(g._data * _xp(x._data).cos(x._data), g),)
-        return (g * cos(x),)
+    def formula(self, F, g, x):
+        return (g * F.cos(x),)
 
 
 @defop("cos")
@@ -243,11 +219,8 @@ class Cos(Op):
 
     rule = ("-grad * sin(a)",)
 
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        if _plain_backward():
-            return (_array_grad(-g._data * _xp(x._data).sin(x._data), g),)
-        return (-g * sin(x),)
+    def formula(self, F, g, x):
+        return (-g * F.sin(x),)
 
 
 @defop("tan")
@@ -314,11 +287,8 @@ class Relu(Op):
 
     rule = ("grad * (a > 0)",)
 
-    def backward(self, g):
-        (out,) = self.saved_tensors
-        if _plain_backward():
-            return (_array_grad(_pass_where_positive(g._data, out._data), g),)
-        return (threshold_backward(g, out),)   # torch: relu'(0) = 0
+    def formula(self, F, g, out):       # torch: relu'(0) = 0
+        return (F.threshold_backward(g, out),)
 
 
 @defop("threshold_backward", public=False)
@@ -340,7 +310,7 @@ class ThresholdBackward(Op):
 
 
 def _pass_where_positive(g, x):
-    """The arrays' ``where(x > 0, g, +0)``: relu's gradient, for the op and the plain backward."""
+    """The arrays' ``where(x > 0, g, +0)``: relu's gradient, for the op and the array formula."""
     return backend.where(x > 0, g, backend.zero_of(g))
 
 
@@ -655,3 +625,9 @@ def minimum(input, other):
 def clone(input):
     """A copy with its own storage; gradients flow through it. Example: ``y = x.clone()``"""
     return apply(Clone, input)
+
+
+# What formulas call as F.<name> when they record (create_graph): Note [one formula].
+TENSORS.sin = sin
+TENSORS.cos = cos
+TENSORS.threshold_backward = threshold_backward

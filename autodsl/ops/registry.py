@@ -29,6 +29,7 @@ from autodsl.core.node import Node, SavedOutput, next_seq_nr
 from autodsl.source import caller_pos
 from autodsl.names import names_of
 from autodsl.errors import AutogradError, DeviceError, DSLError, DTypeError, ShapeError
+from autodsl.ops.formula import ARRAYS, TENSORS
 from autodsl.core.tensor import PUBLIC_METHODS, Tensor, as_tensor, new_tensor
 
 _gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
@@ -82,8 +83,19 @@ class Op(Node):
     def backward(self, g):  # pragma: no cover
         raise NotImplementedError
 
+    # Note [one formula]: an op states its derivative once, as ``formula(self, F, g, *saved)``
+    # (see ops/formula.py); ``rule`` beside it is the text the trace prints. Ops that need more
+    # than a formula (several passes, hooks into the engine) define ``backward(self, g)`` instead.
+    formula = None
+
     def apply(self, g):
-        return self.backward(g)
+        if self.formula is None:
+            return self.backward(g)
+        if current().grad_enabled:          # create_graph: record the formula's ops
+            return self.formula(TENSORS, g, *self.saved_tensors)
+        device = g.device
+        outs = self.formula(ARRAYS, g._data, *self.saved_arrays)
+        return tuple(None if o is None else new_tensor(o, device) for o in outs)
 
 
 def defop(name: str, *, node_name: str | None = None, public: bool = True):

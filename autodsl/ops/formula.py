@@ -1,0 +1,48 @@
+"""The two namespaces a backward formula is written against (Note [one formula]).
+
+An op declares its derivative once, as ``formula(self, F, g, *saved)``: ``g`` is the
+gradient of its output and ``saved`` what its forward saved. Without create_graph
+the engine runs it with ``F = ARRAYS`` on the backend arrays (nothing is recorded,
+so NumPy's arithmetic is all it costs); with create_graph it runs with
+``F = TENSORS`` on Tensors, so that every step is recorded for higher derivatives.
+Operators (``g * y``, ``-g``) mean the same on both; functions come from ``F``.
+The results are bit-identical: the recorded ops compute the same arithmetic on the
+same arrays (tests/test_plain_backward.py).
+"""
+from __future__ import annotations
+
+import autodsl.backend as backend
+from autodsl.backend import namespace_of
+
+__all__ = ["ARRAYS", "TENSORS"]
+
+
+class _Arrays:
+    """``F`` on backend arrays."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def sin(a):
+        return namespace_of(a).sin(a)
+
+    @staticmethod
+    def cos(a):
+        return namespace_of(a).cos(a)
+
+    @staticmethod
+    def threshold_backward(g, x):
+        """``where(x > 0, g, +0)``: relu's gradient. torch: relu'(0) = 0."""
+        if x.ndim == 0 and g.ndim == 0:     # a Python branch: NumPy's 0-d select costs 3x more
+            return backend.copy(g if x > 0 else backend.zero_of(g))   # (a fresh array either way)
+        return backend.where(x > 0, g, backend.zero_of(g))
+
+
+class _Tensors:
+    """``F`` on Tensors: the ops themselves, registered by their modules at import."""
+
+    sin = cos = threshold_backward = None
+
+
+ARRAYS = _Arrays()
+TENSORS = _Tensors()
