@@ -15,7 +15,7 @@ import sys
 
 from autodsl.context import current
 
-__all__ = ["SOURCE_POS", "user_frame", "caller_pos", "caller_line", "current_pos", "pos_text",
+__all__ = ["SOURCE_POS", "user_frame", "caller_pos", "caller_line", "current_pos", "backward_pos", "pos_text",
            "format_pos"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -103,6 +103,14 @@ class _SourcePos:
 
 
 SOURCE_POS = _SourcePos()
+
+
+def backward_pos(pos, name: str):
+    """Where nodes made by a backward formula under create_graph say they come from: the
+    node's own place ``pos``, with the text ``backward of w*x`` (``name``: the node's)."""
+    text = pos_text(pos) if pos else None
+    what = f"backward of {text}" if text else f"backward of {name}"
+    return (pos[0], pos[1], pos[2], what) if pos else (None, None, None, what)
 
 
 def pos_text(pos) -> str | None:

@@ -36,6 +36,7 @@ from autodsl.textfmt import format_number
 from autodsl.context import current
 from autodsl.names import names_of
 from autodsl.source import SOURCE_POS, caller_pos, format_pos, pos_text
+from autodsl.core.observer import PassObserver
 from autodsl.core.rules import input_value, output_value
 
 __all__ = ["anomaly", "detect_anomaly", "anomaly_scope", "get_anomaly_mode", "anomaly_state", "AnomalyReport",
@@ -43,14 +44,18 @@ __all__ = ["anomaly", "detect_anomaly", "anomaly_scope", "get_anomaly_mode", "an
 
 MODES = ("warn", "raise")
 
-class _State:
-    """The mode of one scope and the sites already reported in it (each site warns once)."""
+class _State(PassObserver):
+    """The mode of one scope and the sites already reported in it (each site warns once).
+    It watches every backward pass while it is the run context's ``anomaly``."""
 
     __slots__ = ("mode", "seen")
 
     def __init__(self, mode):
         self.mode = mode
         self.seen = set()
+
+    def step(self, node, grad, outs) -> None:
+        check_backward(node, grad, outs)
 
 
 class AnomalyWarning(UserWarning):

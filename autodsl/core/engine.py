@@ -11,15 +11,14 @@ from __future__ import annotations
 import contextlib
 import gc
 import heapq
+from itertools import count
 
-from autodsl.backend import kind_of
 from autodsl.errors import AutogradError
 from autodsl.core import grad_mode
 from autodsl.core import trace as _trace
-from autodsl.core.anomaly import check_backward
 from autodsl.context import current
 from autodsl.core.node import AccumulateGrad
-from autodsl.source import SOURCE_POS, pos_text
+from autodsl.source import SOURCE_POS, backward_pos
 from autodsl.core.watch import note_backward
 from autodsl.core.quiet import ieee
 
@@ -131,69 +130,33 @@ class GraphTask:
         """
         return self._run(stepping=True)
 
+    # Note [observers]: the trace's recorder and anomaly mode watch the pass through
+    # core/observer.py's PassObserver; the stepper pauses it at the one ``yield`` below.
     def _run(self, stepping):
-        ctx = current()
         deps = self._dependencies()
-        needed = self._needed(deps) if self.targets is not None else None
-        rec = self.recorder
-        if rec is not None:
-            rec.start(dict(deps), self.create_graph)
+        self._needed_nodes = self._needed(deps) if self.targets is not None else None
+        anomaly = current().anomaly
+        obs = self._observers = tuple(o for o in (self.recorder, anomaly) if o is not None)
+        for o in obs:
+            o.start(dict(deps), self.create_graph)
+        create_graph = self.create_graph
         buffers = {}
         heap = []
-        tick = 0
+        tick = count()
         for node, g in self.seeds:
             prev = buffers.get(node)
-            buffers[node] = g if prev is None else _add(prev, g, self.create_graph)
+            buffers[node] = g if prev is None else _add(prev, g, create_graph)
         for node in dict.fromkeys(node for node, _ in self.seeds):
             if deps.get(node, 0) == 0:
-                heapq.heappush(heap, (-node.seq_nr, tick, node))
-                tick += 1
-
-        captured = {}
-        staged = {}       # id(tensor) -> (tensor, gradient), written into .grad when the whole pass succeeded
-        ran = []
-        targets = self.targets
-        create_graph = self.create_graph
+                heapq.heappush(heap, (-node.seq_nr, next(tick), node))
+        self._captured, self._staged, self._ran = {}, {}, []
         while heap:
             node = heapq.heappop(heap)[2]
             g = buffers.pop(node, None)
             if stepping:        # pause before anything of the node runs, its hooks included
                 yield node, g, heap, deps, buffers
-            if g is not None and node._pre_hooks:      # register_hook: may replace g (Note [tensor hooks])
-                g = node.run_pre_hooks(g, rec)
-            outs = None
-            if g is not None:
-                is_acc = isinstance(node, AccumulateGrad)
-                if targets is not None and node in targets:
-                    if self.accumulate:
-                        _stage(staged, targets[node], g, create_graph)
-                        if rec is not None:
-                            rec.accumulate(node, targets[node], g)
-                    else:
-                        captured[node] = g
-                elif is_acc and targets is None and node.variable._requires_grad:
-                    # (a leaf set to requires_grad=false after use gets nothing, as in PyTorch)
-                    _stage(staged, node.variable, g, create_graph)
-                    if rec is not None:
-                        rec.accumulate(node, node.variable, g)
-                if not is_acc and (needed is None or node in needed):
-                    if node._retained and self.accumulate and (targets is None or node not in targets):
-                        for t in node._retained:
-                            _stage(staged, t, g, create_graph)
-                    if create_graph:        # the nodes the formula records are "the backward of" this one
-                        tok = SOURCE_POS.set(_backward_pos(node))
-                        try:
-                            outs = self._validate(node, node.apply(g), g)
-                        finally:
-                            SOURCE_POS.reset(tok)
-                    else:
-                        outs = self._validate(node, node.apply(g), g)
-                    if ctx.anomaly is not None:
-                        check_backward(node, g, outs)     # anomaly mode (core/anomaly.py)
-                    ran.append(node)
-                    if rec is not None:
-                        rec.step(node, g, outs)
-            for i, nxt in enumerate(node.next_edges):
+            outs = None if g is None else self._evaluate(node, g)
+            for i, nxt in enumerate(node.next_edges):      # send: each edge's gradient, one count less
                 if nxt is None:
                     continue
                 if outs is not None:
@@ -204,62 +167,66 @@ class GraphTask:
                 d = deps[nxt] - 1
                 deps[nxt] = d
                 if d == 0:
-                    heapq.heappush(heap, (-nxt.seq_nr, tick, nxt))
-                    tick += 1
+                    heapq.heappush(heap, (-nxt.seq_nr, next(tick), nxt))
+        g = outs = og = prev = None     # the loop's last gradients: Note [stealing a gradient]
+        return self._commit()
 
-        # Commit: only now do .grad fields change, so a failed pass changes none. Every
-        # new value is computed first; the assignments that follow cannot fail. (The loop's
-        # last gradients are dropped first, so that a gradient only `staged` holds can become
-        # .grad without a copy: Note [stealing a gradient] in tensor.py.)
-        g = outs = og = prev = None
+    def _evaluate(self, node, g):
+        """Run one node on its summed gradient: its hooks, the capture or accumulation of a
+        target or leaf, its formula and the validation of what it sends (PyTorch's
+        evaluate_function). Returns one gradient per edge, or None for a leaf's sink."""
+        obs = self._observers
+        if node._pre_hooks:      # register_hook: may replace g (Note [tensor hooks])
+            g = node.run_pre_hooks(g, obs)
+        targets = self.targets
+        is_acc = type(node) is AccumulateGrad
+        if targets is not None and node in targets:
+            if self.accumulate:
+                self._accumulate(node, targets[node], g)
+            else:
+                self._captured[node] = g
+        elif is_acc and targets is None and node.variable._requires_grad:
+            # (a leaf set to requires_grad=false after use gets nothing, as in PyTorch)
+            self._accumulate(node, node.variable, g)
+        needed = self._needed_nodes
+        if is_acc or (needed is not None and node not in needed):
+            return None
+        if node._retained and self.accumulate and (targets is None or node not in targets):
+            for t in node._retained:
+                _stage(self._staged, t, g, self.create_graph)
+        if self.create_graph:        # the nodes the formula records are "the backward of" this one
+            tok = SOURCE_POS.set(backward_pos(node.pos, node.name))
+            try:
+                outs = node.validate_outputs(node.apply(g), g)
+            finally:
+                SOURCE_POS.reset(tok)
+        else:
+            outs = node.validate_outputs(node.apply(g), g)
+        self._ran.append(node)
+        for o in obs:
+            o.step(node, g, outs)
+        return outs
+
+    def _accumulate(self, node, tensor, g):
+        _stage(self._staged, tensor, g, self.create_graph)
+        for o in self._observers:
+            o.accumulate(node, tensor, g)
+
+    def _commit(self):
+        """Only now do .grad fields change, so a failed pass changes none. Every new value is
+        computed first; the assignments that follow cannot fail. Saved values are freed unless
+        retain_graph. Returns the captured gradients."""
+        create_graph = self.create_graph
+        staged = self._staged
         updates = [(t, t._grad_update(g, create_graph)) for t, g in staged.values()]
         for t, update in updates:
             t._grad_commit(update)
         if not self.retain_graph:
-            for node in ran:
+            for node in self._ran:
                 node.release()
-        if rec is not None:
-            rec.finish(staged)
-        return captured
-
-    @staticmethod
-    def _validate(node, outs, g):
-        """Reduce broadcast gradients to each input's shape and check dtype (PyTorch's validate_outputs)."""
-        if not isinstance(outs, tuple):
-            outs = tuple(outs) if isinstance(outs, list) else (outs,)
-        n = len(node.next_edges)
-        if len(outs) != n:
-            raise AutogradError(f"internal error: {node.name} returned {len(outs)} gradients for {n} inputs")
-        fixed = None
-        for i, og in enumerate(outs):
-            if og is None or node.next_edges[i] is None:
-                continue
-            shape = node.input_shapes[i]
-            if og._data.shape != shape:
-                try:
-                    og = og.sum_to_size(shape)
-                except Exception as e:  # noqa: BLE001
-                    raise AutogradError(
-                        f"{node.name} produced a gradient of shape {og.shape} for its input {i}, "
-                        f"which has shape {shape}, and it cannot be reduced to it") from e
-                fixed = fixed or list(outs)
-                fixed[i] = og
-            dts = node.input_dtypes                # None: every input has the output's dtype
-            dt = g._data.dtype if dts is None else dts[i]     # the input's array dtype
-            if og._data.dtype != dt and kind_of(dt) == "f":
-                fixed = fixed or list(outs)
-                fixed[i] = og.to(dtype=dt)
-        return tuple(fixed) if fixed else outs
-
-
-def _backward_pos(node):
-    """Where nodes made by ``node``'s backward formula (under create_graph) say they come from:
-    ``node``'s own place, with the text ``backward of w*x``."""
-    pos = node.pos
-    text = pos_text(pos) if pos else None
-    what = f"backward of {text}" if text else f"backward of {node.name}"
-    return (pos[0], pos[1], pos[2], what) if pos else (None, None, None, what)
-
+        for o in self._observers:
+            o.finish(staged)
+        return self._captured
 
 def _add(a, b, create_graph):
     if create_graph:

@@ -18,6 +18,7 @@ import sys
 import re
 
 from autodsl.source import SOURCE_POS, caller_pos, format_pos, pos_text  # noqa: F401 (re-exported)
+from autodsl.backend import kind_of
 from autodsl.names import names_of
 from autodsl.errors import AutogradError, DeviceError, DTypeError, ShapeError, TypeError_
 
@@ -214,6 +215,36 @@ class Node:
             self._saved = None
             self._released = True
 
+    def validate_outputs(self, outs, g):
+        """What ``apply(g)`` returned, as one gradient per edge reduced to each input's shape and
+        cast to its floating dtype (PyTorch's validate_outputs: ops never un-broadcast).
+        Raises AutogradError for a gradient that cannot be reduced to its input's shape."""
+        if type(outs) is not tuple:
+            outs = tuple(outs) if isinstance(outs, list) else (outs,)
+        edges = self.next_edges
+        if len(outs) != len(edges):
+            raise AutogradError(f"internal error: {self.name} returned {len(outs)} gradients for {len(edges)} inputs")
+        fixed = None
+        dts = self.input_dtypes                # None: every input has the output's dtype
+        for i, og in enumerate(outs):
+            if og is None or edges[i] is None:
+                continue
+            shape = self.input_shapes[i]
+            if og._data.shape != shape:
+                try:
+                    og = og.sum_to_size(shape)
+                except Exception as e:  # noqa: BLE001
+                    raise AutogradError(
+                        f"{self.name} produced a gradient of shape {og.shape} for its input {i}, "
+                        f"which has shape {shape}, and it cannot be reduced to it") from e
+                fixed = fixed or list(outs)
+                fixed[i] = og
+            dt = g._data.dtype if dts is None else dts[i]     # the input's array dtype
+            if og._data.dtype != dt and kind_of(dt) == "f":
+                fixed = fixed or list(outs)
+                fixed[i] = og.to(dtype=dt)
+        return tuple(fixed) if fixed else outs
+
     # -- public view -------------------------------------------------------------
     @property
     def next_functions(self) -> tuple:
@@ -238,12 +269,12 @@ class Node:
         hooks[handle.id] = (hook, what)
         return handle
 
-    def run_pre_hooks(self, grad, recorder=None):
+    def run_pre_hooks(self, grad, observers=()):
         """Run the hooks in registration order; each gets the gradient so far and may return
         a replacement (a tensor of the same shape, dtype and device) or None (keep it).
 
-        Returns the gradient the node then uses. ``recorder`` (the trace's, or None) is
-        told when a hook replaced the gradient. Raises whatever a hook raises, and
+        Returns the gradient the node then uses. ``observers`` (the pass's) are told
+        when a hook replaced the gradient. Raises whatever a hook raises, and
         TypeError_/ShapeError/DTypeError/DeviceError for a replacement that does not fit.
         """
         before = grad
@@ -251,8 +282,9 @@ class Node:
             out = hook(grad)
             if out is not None:
                 grad = _check_hook_result(f"the hook {_hook_name(hook)} on {what}", grad, out)
-        if recorder is not None and grad is not before:
-            recorder.hooked(self, before)
+        if grad is not before:
+            for o in observers:
+                o.hooked(self, before)
         return grad
 
     def __repr__(self) -> str:

@@ -25,6 +25,7 @@ from autodsl.errors import AutogradError
 from autodsl.textfmt import format_array
 from autodsl.core import watch
 from autodsl.core.node import format_pos, pos_text
+from autodsl.core.observer import PassObserver
 from autodsl.core.rules import operand_names, rule_text, scalar_values, with_numbers, with_operands
 
 __all__ = ["Trace", "Step", "trace", "tracing", "is_trace_enabled", "set_trace_enabled",
@@ -136,7 +137,9 @@ class Step:
         return self._cache
 
 
-class Recorder:
+class Recorder(PassObserver):
+    """The trace's observer of a pass (core/observer.py): one Step per node run or leaf."""
+
     __slots__ = ("deps", "steps", "create_graph", "hooks")
 
     def start(self, deps, create_graph):

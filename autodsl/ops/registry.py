@@ -93,9 +93,16 @@ class Op(Node):
             return self.backward(g)
         if current().grad_enabled:          # create_graph: record the formula's ops
             return self.formula(TENSORS, g, *self.saved_tensors)
+        data = g._data
+        outs = self.formula(ARRAYS, data, *self.saved_arrays) if self._saved is not None or self._released \
+            else self.formula(ARRAYS, data)
         device = g.device
-        outs = self.formula(ARRAYS, g._data, *self.saved_arrays)
-        return tuple(None if o is None else new_tensor(o, device) for o in outs)
+        # g passed through unchanged (add's, sub's first) stays the same Tensor
+        if len(outs) == 2:
+            a, b = outs
+            return (g if a is data else None if a is None else new_tensor(a, device),
+                    g if b is data else None if b is None else new_tensor(b, device))
+        return tuple(g if o is data else None if o is None else new_tensor(o, device) for o in outs)
 
 
 def defop(name: str, *, node_name: str | None = None, public: bool = True):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import autodsl.backend as backend
 from autodsl.core import grad_mode
-from autodsl.core.engine import GraphTask
 from autodsl.core.node import AccumulateGrad, pos_text
 from autodsl.core.rules import enclosed
 from autodsl.core.quiet import ieee
@@ -300,7 +299,7 @@ def _term(route, seed, f, x, by_id, labels) -> PathTerm:
             raise AutogradError(
                 f"explain needs the graph, but its saved values were freed by an earlier backward "
                 f"({node.name}); call explain before backward(), or use backward(retain_graph=true)")
-        outs = GraphTask._validate(node, node.apply(g), g)
+        outs = node.validate_outputs(node.apply(g), g)
         nxt = outs[i]
         if nxt is None:     # the node sends nothing this way (e.g. a constant exponent): zero
             shape = node.input_shapes[i]
@@ -325,7 +324,7 @@ def _term(route, seed, f, x, by_id, labels) -> PathTerm:
 def _local(node, i, like):
     """The local derivative d out/d input i of a scalar node: its backward applied to a one."""
     one = Tensor(backend.xp(like.device).ones(like._data.shape, dtype=like._data.dtype), _device=like.device)
-    outs = GraphTask._validate(node, node.apply(one), one)
+    outs = node.validate_outputs(node.apply(one), one)
     return 0.0 if outs[i] is None else _scalar(backend.to_host(outs[i]._data))
 
 
