@@ -10,6 +10,8 @@ import sys
 
 import numpy as np
 
+from . import peers
+
 X0 = 0.5
 
 
@@ -114,10 +116,6 @@ _MAKERS = {"autodsl": _autodsl, "torch": _torch, "autograd": _autograd,
            "micrograd": _micrograd}
 
 
-def make_runs(workload, size, mods):
-    runs = {}
-    for name, mod in mods.items():
-        run = _MAKERS[name](mod, workload, size)
-        if run is not None:
-            runs[name] = run
-    return runs
+def make_runs(workload, size, mods, skipped=None):
+    """{library: run}; a peer whose setup raises goes into `skipped` ({name: exception})."""
+    return peers.make_runs(_MAKERS, mods, (workload, size), skipped)

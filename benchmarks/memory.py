@@ -126,7 +126,8 @@ def measure(lib, n):
     proc = subprocess.run([sys.executable, "-m", "benchmarks.memory", lib, str(n)],
                           cwd=ROOT, capture_output=True, text=True)
     if proc.returncode != 0:
-        raise RuntimeError(f"W5 {lib} failed ({proc.returncode}): {proc.stderr.strip()[-800:]}")
+        from .timing import ChildFailed
+        raise ChildFailed(f"W5 {lib} failed ({proc.returncode})", proc.stderr)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 

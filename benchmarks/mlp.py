@@ -8,6 +8,8 @@ at the initial weights, which the check compares with the NumPy floor.
 
 import numpy as np
 
+from . import peers
+
 SIZES = (784, 512, 512, 10)
 BATCH = 256
 LR = 0.01
@@ -123,9 +125,7 @@ UNSUPPORTED = {"micrograd": "scalars only"}
 _MAKERS = {"numpy": _numpy, "autodsl": _autodsl, "torch": _torch, "autograd": _autograd}
 
 
-def make_runs(dtype, steps, mods, batch=BATCH):
-    runs = {"numpy": _numpy(None, dtype, steps, batch)}
-    for name, mod in mods.items():
-        if name in _MAKERS:
-            runs[name] = _MAKERS[name](mod, dtype, steps, batch)
-    return runs
+def make_runs(dtype, steps, mods, batch=BATCH, skipped=None):
+    """{"numpy": the floor, library: run}; a peer whose setup raises (HIPS
+    autograd without scipy, say) goes into `skipped` ({name: exception})."""
+    return peers.make_runs(_MAKERS, {"numpy": None, **mods}, (dtype, steps, batch), skipped)

@@ -30,10 +30,19 @@ def machine():
     return f"{model}, {os.cpu_count()} cores, {ram}"
 
 
-def write(path, table, versions, command, w5_detail=None):
+def write(path, table, versions, command, w5_detail=None, build=None, ratios=None, targets=()):
     lines = [BEGIN, f"## CPU run of {datetime.date.today().isoformat()}", "",
-             f"- Machine: {machine()}", f"- Versions: {versions}",
-             f"- Command: `{command}`", "", table, ""]
+             f"- Machine: {machine()}", f"- Versions: {versions}"]
+    if build:
+        lines.append(f"- autodsl build: {build}")
+    lines.append(f"- Command: `{command}`")
+    if ratios:
+        lines.append(f"- {ratios}")
+    lines.append("")
+    if targets:
+        lines += [f"Targets ({build.split(' (')[0] if build else 'this'} build):", "",
+                  *(f"- {t}" for t in targets), ""]
+    lines += [table, ""]
     if w5_detail:
         lines += ["W5 RSS in MiB (one process per library):", "",
                   "| library | before fwd | after fwd | after bwd | after bwd, trimmed | output dropped | peak |",

@@ -47,22 +47,37 @@ def measure(argv):
         wall, maxrss_kib, code = json.loads(proc.stdout)
         text = out.read()
     if code != 0:
-        raise RuntimeError(f"{argv[:3]} failed ({code}): {proc.stderr.strip()[-500:]}")
+        from .timing import ChildFailed
+        raise ChildFailed(f"{argv[:3]} failed ({code})", proc.stderr)
     return wall, maxrss_kib / 1024.0, text
 
 
 def run(libs, repeats):
-    """{lib: (median wall s, median peak MiB)}, interleaved; each child's answer must be 6."""
-    import statistics
-    walls = {lib: [] for lib in libs}
-    peaks = {lib: [] for lib in libs}
+    """({lib: ([wall s per round], [peak MiB per round])}, {lib: exception}).
+
+    Paired rounds: each round starts every library's child once, in turn.
+    Each child's answer must be 6. A peer whose child fails in the warm-up
+    (not installed for that interpreter, a missing part) is skipped; autodsl
+    failing is an error.
+    """
+    from . import peers
+    skipped, live = {}, []
     for lib in libs:  # warm-up (bytecode caches) and check
-        out = measure(COMMANDS[lib])[2]
-        if "6" not in out:
-            raise RuntimeError(f"W0 {lib}: expected a gradient of 6, got {out!r}")
+        try:
+            out = measure(COMMANDS[lib])[2]
+            if "6" not in out:
+                raise RuntimeError(f"W0 {lib}: expected a gradient of 6, got {out!r}")
+        except Exception as exc:
+            if lib in peers.OWN:
+                raise
+            skipped[lib] = exc
+            continue
+        live.append(lib)
+    walls = {lib: [] for lib in live}
+    peaks = {lib: [] for lib in live}
     for _ in range(repeats):
-        for lib in libs:
+        for lib in live:
             wall, peak, _ = measure(COMMANDS[lib])
             walls[lib].append(wall)
             peaks[lib].append(peak)
-    return {lib: (statistics.median(walls[lib]), statistics.median(peaks[lib])) for lib in libs}
+    return {lib: (walls[lib], peaks[lib]) for lib in live}, skipped
