@@ -33,17 +33,10 @@ from autodsl.ops.movement import (cat, expand, flatten, getitem, index_put, perm
 from autodsl.ops.reduce import (amax, amin, log_softmax, logsumexp, max, mean, min, norm, prod, softmax,  # noqa: A004
                          std, sum, var)
 from autodsl.core.tensor import Tensor
+from autodsl.session import Session
+
 
 __version__ = "0.1.0"
-
-
-def __getattr__(name):
-    # Session pulls in the language (Lark); load it on first use so that
-    # `import autodsl` for the tensor API stays light.
-    if name == "Session":
-        from autodsl.session import Session
-        return Session
-    raise AttributeError(f"module 'autodsl' has no attribute {name!r}")
 
 
 __all__ = [

@@ -42,6 +42,7 @@ class RunContext:
     * ``trace_enabled`` (False), ``trace_sink`` (None), ``trace_printer`` (None),
       ``last_trace`` (None): backward traces, where they go, the last one.
     * ``last_backward`` (None): what ``why()`` explains.
+    * ``breaks`` ({}): where values left the graph (``core/watch.py``), by source node.
     * ``loop_progress`` (None): the language's progress callback for long loops.
     * ``language`` (0): > 0 while the language runs, so errors take the script's
       position instead of a Python caller's.
@@ -50,7 +51,7 @@ class RunContext:
 
     __slots__ = ("grad_enabled", "pos", "ieee_depth", "in_pass", "quiet", "anomaly", "journal",
                  "names", "files_allowed", "trace_enabled", "trace_sink", "trace_printer",
-                 "last_trace", "last_backward", "loop_progress", "language", "default_dtype",
+                 "last_trace", "last_backward", "breaks", "loop_progress", "language", "default_dtype",
                  "default_device")
 
     def __init__(self, **fields):
@@ -68,6 +69,7 @@ class RunContext:
         self.trace_printer = None
         self.last_trace = None
         self.last_backward = None
+        self.breaks = {}
         self.loop_progress = None
         self.language = 0
         self.default_dtype = None

@@ -7,10 +7,11 @@ outside autodsl, found by ``autodsl.source.user_frame``).
 from __future__ import annotations
 
 from autodsl.context import current
+from autodsl.errors import TypeError_
 from autodsl.source import user_frame
 
 __all__ = ["TENSOR_TYPES", "names_of", "caller_namespace", "named_tensors", "frame_namespaces",
-           "is_tensor", "caller_frame"]
+           "is_tensor", "caller_frame", "user_names", "names_by_id", "name_maps"]
 
 # The tensor class, registered by autodsl.core.tensor at import (this module sits below it).
 TENSOR_TYPES: tuple = ()
@@ -80,3 +81,41 @@ def caller_namespace() -> dict:
     return named_tensors(*frame_namespaces(caller_frame()))
 
 
+def user_names(names=None):
+    """The names to show: ``names`` when given; None inside a Session (``name_maps`` then
+    reads its namespace through the run context's ``names``); else, from the Python API, the caller's variables
+    (``{name: tensor}`` of the first frame outside autodsl: ``caller_namespace``)."""
+    if names is None and current().names is None:
+        return caller_namespace()
+    return names
+
+
+def names_by_id(names=None) -> dict:
+    """``{id(tensor): variable name}`` from ``names`` ({name: tensor}, or already by id), or
+    from the running Session's namespace when ``names`` is None; {} outside a Session."""
+    return name_maps(names)[0]
+
+
+def name_maps(names):
+    """``names`` -> ({id(tensor): name}, {node: name}).
+
+    Accepts {id(tensor): name} (what the trace uses) or {name: tensor} (a
+    session's namespace); other values in the latter are ignored.
+    """
+    by_id, by_node = {}, {}
+    if names is None:
+        provider = current().names
+        names = provider() if provider is not None else None
+    if names is None:
+        return by_id, by_node
+    if not hasattr(names, "items"):
+        raise TypeError_(f"names must map id(tensor) to a name, or a name to a tensor; "
+                         f"got {type(names).__name__}")
+    for k, v in names.items():
+        if isinstance(k, int) and isinstance(v, str):
+            by_id[k] = v
+        elif isinstance(k, str) and is_tensor(v):
+            by_id[id(v)] = k
+            if v.grad_fn is not None:
+                by_node[v.grad_fn] = k
+    return by_id, by_node

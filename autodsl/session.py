@@ -25,6 +25,8 @@ import autodsl.backend as backend
 from autodsl.context import RunContext, current, use
 from autodsl.core.anomaly import anomaly_state, get_anomaly_mode
 from autodsl.core.quiet import ieee
+from autodsl.core.trace import LazyNames
+from autodsl.core.display import format_value
 from autodsl.errors import NameError_
 from autodsl.lang import ast as A
 from autodsl.lang.builtins import make_builtins
@@ -176,7 +178,6 @@ class Session:
         out.flush()
 
     def _set_last_trace(self, trace) -> None:
-        from autodsl.core.trace import LazyNames
         # Name leaves by the variables that hold them, so the trace reads "w1.grad = ...".
         trace.names = LazyNames(dict(self.namespace))     # built only if the trace is shown
         self.last_trace = trace
@@ -244,9 +245,5 @@ class Session:
 
 
 def _format(value) -> str:
-    try:
-        from autodsl.tools.display import format_value
-    except ImportError:  # pragma: no cover
-        return repr(value)
     return format_value(value)
 

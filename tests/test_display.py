@@ -3,7 +3,7 @@ requires_grad / grad_fn / a non-default dtype shown as PyTorch shows them."""
 from __future__ import annotations
 
 import autodsl as ad
-from autodsl.tools.display import format_value
+from autodsl.core.display import format_value
 
 
 def test_plain_scalar_prints_as_a_number():

@@ -16,7 +16,7 @@ import sys
 import pytest
 
 import autodsl as ad
-from autodsl.core.node import format_pos, pos_text
+from autodsl.source import format_pos, pos_text
 from autodsl.core.trace import node_labels, walk
 from autodsl.errors import AutogradError
 from autodsl.cli.repl import Repl

@@ -10,23 +10,18 @@ from __future__ import annotations
 import argparse
 import sys
 
+import autodsl
+from autodsl.cli import repl
+from autodsl.cli.progress import ClearingWriter, ProgressLine
+from autodsl.errors import DSLError
+from autodsl.session import Session
+
 
 __all__ = ["main", "build_parser"]
 
 
 def _version() -> str:
-    try:
-        import autodsl
-        v = getattr(autodsl, "__version__", None)
-        if v:
-            return v
-    except Exception:  # noqa: BLE001
-        pass
-    try:
-        from importlib.metadata import version
-        return version("autodsl")
-    except Exception:  # noqa: BLE001
-        return "0.1.0"
+    return autodsl.__version__
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,14 +82,12 @@ def _progress_line(session):
         tty = False
     if not tty:
         return contextlib.nullcontext()
-    from autodsl.cli.progress import ClearingWriter, ProgressLine
     progress = ProgressLine()
     session.out = ClearingWriter(progress, session.out)
     return progress.running()
 
 
 def _run_sources(session, sources: list[tuple[str, str]]) -> int:
-    from autodsl.errors import DSLError
     try:
         # parse every file first: a syntax error anywhere runs nothing
         programs = [session.parse(text, name) for name, text in sources]
@@ -106,32 +99,6 @@ def _run_sources(session, sources: list[tuple[str, str]]) -> int:
         sys.stderr.write(e.render() + "\n")
         return 1
     return 0
-
-
-def _fallback_repl(session) -> int:  # pragma: no cover - used only when autodsl.cli.repl is missing
-    from autodsl.errors import DSLError
-    from autodsl.lang.parser import is_incomplete
-    buf = ""
-    while True:
-        try:
-            line = input("... " if buf else ">>> ")
-        except EOFError:
-            print()
-            return 0
-        except KeyboardInterrupt:
-            print()
-            buf = ""
-            continue
-        buf += line + "\n"
-        if is_incomplete(buf):
-            continue
-        src, buf = buf, ""
-        try:
-            session.run(src, "<input>")
-        except DSLError as e:
-            print(e.render(), file=sys.stderr)
-        except KeyboardInterrupt:
-            print("interrupted", file=sys.stderr)
 
 
 def _main(argv) -> int:
@@ -148,8 +115,6 @@ def _main(argv) -> int:
         else:
             sources.append((path, _read(path, parser)))
 
-    from autodsl.errors import DSLError
-    from autodsl.session import Session
     try:
         session = Session(device=args.device, dtype=args.dtype, trace=args.trace, anomaly=args.anomaly)
     except DSLError as e:
@@ -160,14 +125,8 @@ def _main(argv) -> int:
         return _run_sources(session, sources)
     if sys.stdin is not None and not sys.stdin.isatty():
         return _run_sources(session, [("<stdin>", sys.stdin.read())])
-    try:
-        from autodsl.cli import repl
-    except ImportError:
-        repl = None
-    if repl is not None and hasattr(repl, "main"):
-        rc = repl.main(session, history=not args.no_history)
-        return int(rc or 0)
-    return _fallback_repl(session)
+    rc = repl.main(session, history=not args.no_history)
+    return int(rc or 0)
 
 
 def main(argv: list[str] | None = None) -> int:

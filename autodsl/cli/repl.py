@@ -35,6 +35,30 @@ from prompt_toolkit.output import ColorDepth
 from prompt_toolkit.validation import ValidationError, Validator
 
 from autodsl.errors import DSLError, ValueError_
+from autodsl.lang.values import param_text
+from autodsl.lang.parser import is_incomplete
+from autodsl.ops import REGISTRY
+from autodsl.cli.complete import AutodslCompleter
+from autodsl.cli.lexer import AutodslLexer
+from autodsl import __version__
+from autodsl.cli.progress import ClearingWriter, ProgressLine
+from autodsl.core.journal import transaction
+from autodsl.source import SOURCE_POS
+from autodsl.core.tensor import PUBLIC_METHODS, Tensor
+from autodsl.lang.values import suggest
+from autodsl.cli.complete import describe_binding
+from autodsl.session import PREDEFINED, _predefined
+from autodsl.tools.info import info
+from autodsl.tools.graph import graph
+from autodsl.tools.graph import dot
+import autodsl.backend as backend
+from autodsl.core.quiet import ieee
+from autodsl.tools.check import check
+from autodsl.tools.explain import explain
+from autodsl.tools.why import why
+from autodsl.tools.step import step
+from autodsl.session import Session
+from autodsl.lang.parser import parse
 
 __all__ = ["main", "Repl", "history_path", "build_prompt_session", "SourceValidator"]
 
@@ -148,7 +172,6 @@ class Repl:
         A DSLError keeps the script semantics (bindings made before the failing
         statement stay); only an interrupt rolls the whole input back.
         """
-        from autodsl.core.journal import transaction
         session = self.session
         program = session.parse(text, filename or self.input_name)       # a syntax error runs nothing
         snapshot = dict(session.namespace)
@@ -200,7 +223,6 @@ class Repl:
         return None
 
     def command(self, text: str) -> None:
-        from autodsl.source import SOURCE_POS
         name, _, arg = text.partition(" ")
         full = self.resolve(name)
         if full is not None:
@@ -238,13 +260,11 @@ class Repl:
                 self.write(self.usage(full))
             return
         fn = builtins.get(arg)
-        from autodsl.core.tensor import PUBLIC_METHODS, Tensor
         method = arg[2:] if arg.startswith("x.") else arg.lstrip(".")
         if fn is None and method in PUBLIC_METHODS:     # :help register_hook, :help x.backward
             self.write(_builtin_help("x." + method, getattr(Tensor, method), method=True))
             return
         if fn is None:
-            from autodsl.lang.values import suggest
             self.write(f"no built-in or topic named {arg!r}{suggest(arg, list(builtins) + list(TOPICS))}; "
                        ":help lists them")
             return
@@ -252,7 +272,6 @@ class Repl:
 
     def cmd_vars(self, arg: str) -> None:
         """:vars  your variables: name, shape, dtype, device, requires_grad, is_leaf, grad_fn, grad"""
-        from autodsl.core.tensor import Tensor
         rows, others = [], []
         for name, value in self.user_bindings().items():
             if isinstance(value, Tensor):
@@ -262,7 +281,6 @@ class Repl:
                              getattr(gf, "name", None) or "-",
                              "set" if getattr(value, "_grad", None) is not None else "-"])
             else:
-                from autodsl.cli.complete import describe_binding
                 others.append(f"{name} ({describe_binding(value)})")
         if not rows and not others:
             self.write("no variables yet")
@@ -275,7 +293,6 @@ class Repl:
 
     def user_bindings(self) -> dict:
         """The session's bindings less the untouched predefined names (inf, nan, pi, dtypes)."""
-        from autodsl.session import PREDEFINED, _predefined
         fresh = _predefined()
         return {k: v for k, v in self.session.namespace.items()
                 if not (k in PREDEFINED and v is fresh.get(k))}
@@ -285,7 +302,6 @@ class Repl:
         if not arg:
             self.write("usage: " + self.usage(":info"))
             return
-        from autodsl.tools.info import info
         self.write(str(info(self.value_of(arg))))
 
     def cmd_trace(self, arg: str) -> None:
@@ -305,7 +321,6 @@ class Repl:
         if not arg:
             self.write("usage: " + self.usage(":graph"))
             return
-        from autodsl.tools.graph import graph
         self.write(str(graph(self.value_of(arg), names=self.session.namespace)))
 
     def cmd_dot(self, arg: str) -> None:
@@ -315,7 +330,6 @@ class Repl:
         if not expr:
             self.write("usage: " + self.usage(":dot"))
             return
-        from autodsl.tools.graph import dot
         value = self.value_of(expr)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -330,9 +344,6 @@ class Repl:
         if len(parts) < 2:
             self.write("usage: " + self.usage(":check") + "  (f: a function, def f() or def f(w1, b))")
             return
-        import autodsl.backend as backend
-        from autodsl.core.quiet import ieee
-        from autodsl.tools.check import check
         fn, inputs = self.value_of(parts[0]), [self.value_of(p) for p in parts[1:]]
         s = self.session
         with ieee(), backend.defaults(device=s.device, dtype=s.dtype or backend.get_default_dtype()), \
@@ -352,7 +363,6 @@ class Repl:
             self.write("usage: " + self.usage(":explain") + "  (f and x: variable names; explain(f, x, "
                        "element=[0, 1]) for one element)")
             return
-        from autodsl.tools.explain import explain
         f, x = self.value_of(parts[0]), self.value_of(parts[1])
         with self.session.context():
             self.write(str(explain(f, x)))
@@ -362,7 +372,6 @@ class Repl:
         if not arg:
             self.write("usage: " + self.usage(":why"))
             return
-        from autodsl.tools.why import why
         value = self.value_of(arg)
         with self.session.context():
             self.write(str(why(value, names=self.session.namespace)))
@@ -387,7 +396,6 @@ class Repl:
         if not arg:
             self.write("usage: " + self.usage(":step"))
             return
-        from autodsl.tools.step import step
         value = self.value_of(arg)
         with self.session.context():
             new = step(value)           # a bad :step leaves the one being stepped as it is
@@ -473,7 +481,6 @@ class Repl:
 
     def cmd_reset(self, arg: str) -> None:
         """:reset  forget every variable (device, dtype and trace settings stay)"""
-        from autodsl.session import Session
         if self.stepper is not None and not self.stepper.done:
             self.write(self.stepper.abort())          # the variables it would write to are forgotten
         self.stepper = None
@@ -498,7 +505,6 @@ class Repl:
         if not arg:
             self.write(f"device {self.session.device}")
             return
-        import autodsl.backend as backend
         self.session.device = backend.check_device(arg)    # DeviceError says how to get CuPy
         if self.session.device != "cpu":
             self.accepted.append(f"# run with --device {self.session.device}")
@@ -506,7 +512,6 @@ class Repl:
 
     def cmd_dtype(self, arg: str) -> None:
         """:dtype float32|float64  the default floating dtype of new tensors"""
-        import autodsl.backend as backend
         if not arg:
             current = self.session.dtype or backend.get_default_dtype()
             self.write(f"dtype {_dtype_name(current)}")
@@ -587,7 +592,6 @@ def _builtin_help(name: str, fn, method: bool = False) -> str:
     a tensor method, shown without ``self``)."""
     import inspect
     import re
-    from autodsl.lang.values import param_text
     try:
         sig = inspect.signature(fn)
         if method:
@@ -610,7 +614,6 @@ class SourceValidator(Validator):
         text = document.text
         if not text.strip() or text.lstrip().startswith(":"):
             return
-        from autodsl.lang.parser import parse
         try:
             parse(text, "<input>")
         except DSLError as e:
@@ -627,7 +630,6 @@ class SourceValidator(Validator):
 
 
 def _key_bindings() -> KeyBindings:
-    from autodsl.lang.parser import is_incomplete
 
     kb = KeyBindings()
     editing = has_focus(DEFAULT_BUFFER)     # not in the Ctrl-R search field
@@ -669,8 +671,6 @@ def _key_bindings() -> KeyBindings:
 
 def build_prompt_session(repl: Repl, history: bool = True, input=None, output=None, color: bool = True):
     """One PromptSession wired to ``repl``: history, completion, lexer, validator, key bindings."""
-    from autodsl.ops import REGISTRY
-    from autodsl.cli.complete import AutodslCompleter
 
     hist = InMemoryHistory()
     if history:
@@ -685,7 +685,6 @@ def build_prompt_session(repl: Repl, history: bool = True, input=None, output=No
         try:
             from prompt_toolkit.lexers import PygmentsLexer
 
-            from autodsl.cli.lexer import AutodslLexer
             lexer = PygmentsLexer(AutodslLexer)
         except ImportError:   # pygments missing: plain text
             lexer = None
@@ -705,8 +704,6 @@ def main(session, history: bool = True, input=None, output=None, out=None) -> in
     ``history=False`` (``--no-history`` or ``AUTODSL_NO_HISTORY=1``) keeps the
     history in memory only. ``input``/``output`` are prompt-toolkit's, for tests.
     """
-    from autodsl import __version__
-    from autodsl.cli.progress import ClearingWriter, ProgressLine
 
     if os.environ.get("AUTODSL_NO_HISTORY"):
         history = False

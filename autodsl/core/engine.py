@@ -13,7 +13,6 @@ import gc
 import heapq
 from itertools import count
 
-from autodsl.errors import AutogradError
 from autodsl.core import grad_mode
 from autodsl.core import trace as _trace
 from autodsl.context import current

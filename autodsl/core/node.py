@@ -15,16 +15,14 @@ from __future__ import annotations
 import itertools
 import re
 import sys
-import re
 
-from autodsl.source import SOURCE_POS, caller_pos, format_pos, pos_text  # noqa: F401 (re-exported)
+from autodsl.source import SOURCE_POS, caller_pos, format_pos, pos_text
 from autodsl.backend import kind_of
 from autodsl.names import names_of
 from autodsl.errors import AutogradError, DeviceError, DTypeError, ShapeError, TypeError_
 
-__all__ = ["Node", "AccumulateGrad", "SavedTensor", "SavedOutput", "SOURCE_POS", "next_seq_nr",
-           "RemovableHandle",
-           "caller_pos", "format_pos", "pos_text"]
+__all__ = ["Node", "AccumulateGrad", "SavedTensor", "SavedOutput", "next_seq_nr", "RemovableHandle",
+           "write_record"]
 
 _seq = itertools.count()
 next_seq_nr = _seq.__next__

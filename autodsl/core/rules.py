@@ -14,6 +14,8 @@ import re
 
 import autodsl.backend as backend
 from autodsl.textfmt import format_number
+from autodsl.core.node import AccumulateGrad
+from autodsl.source import pos_text
 
 __all__ = ["rule_text", "input_names", "input_value", "output_value", "scalar_values", "with_numbers",
            "operand_names", "with_operands", "enclosed"]
@@ -40,7 +42,6 @@ def input_names(node) -> tuple:
 def input_value(node, i: int):
     """The (backend) array ``node``'s input ``i`` had, where the graph still knows it: a leaf's
     data, a scalar constant, or the output of the node that made it; else None."""
-    from autodsl.core.node import AccumulateGrad  # noqa: PLC0415
     edges = node.next_edges
     nxt = edges[i] if i < len(edges) else None
     if nxt is None:
@@ -53,7 +54,6 @@ def input_value(node, i: int):
 
 def output_value(node):
     """The (backend) array ``node`` produced, while its output is alive or is a scalar; else None."""
-    from autodsl.core.node import AccumulateGrad  # noqa: PLC0415
     if isinstance(node, AccumulateGrad):
         return node.variable._data
     ref = getattr(node, "_out_ref", None)
@@ -86,7 +86,6 @@ def operand_names(node, names=None, labels=None) -> list:
     ``{id(tensor): name}``), a scalar constant's value, the source text of the
     expression that made it (in brackets when it has operators), or else its node's
     label in angle brackets (``labels``: {node: label}); None when nothing is known."""
-    from autodsl.core.node import AccumulateGrad, pos_text  # noqa: PLC0415
     names = names or {}
     consts = getattr(node, "_consts", None)
     out = []

@@ -12,9 +12,11 @@ has succeeded, every ``.grad`` stays as it was.
 from __future__ import annotations
 
 from autodsl.textfmt import format_array
-from autodsl.core.node import format_pos
+from autodsl.source import format_pos
 from autodsl.core.rules import scalar_values
 from autodsl.core.trace import Recorder, Trace, node_labels
+import autodsl.backend as backend
+from autodsl.errors import ValueError_
 
 __all__ = ["BackwardStepper"]
 
@@ -84,7 +86,6 @@ class BackwardStepper:
         Raises whatever the node raises (a version error, ...); the pass is then
         over and no ``.grad`` has changed.
         """
-        from autodsl.errors import ValueError_  # noqa: PLC0415
         try:
             n = int(n)
         except (TypeError, ValueError):
@@ -181,7 +182,6 @@ class BackwardStepper:
 
 
 def _host(t):
-    import autodsl.backend as backend  # noqa: PLC0415
     return backend.to_host(t._data)
 
 

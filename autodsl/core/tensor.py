@@ -16,7 +16,6 @@ import sys
 import warnings
 
 import autodsl.backend as backend
-from autodsl.core import grad_mode
 from autodsl.core.engine import GraphTask
 from autodsl.core.journal import record_grad
 from autodsl.core.node import AccumulateGrad

@@ -23,10 +23,11 @@ import autodsl.names as _names
 from autodsl.names import frame_namespaces, named_tensors
 from autodsl.errors import AutogradError
 from autodsl.textfmt import format_array
-from autodsl.core import watch
-from autodsl.core.node import format_pos, pos_text
+from autodsl.source import format_pos, pos_text
 from autodsl.core.observer import PassObserver
 from autodsl.core.rules import operand_names, rule_text, scalar_values, with_numbers, with_operands
+from autodsl.errors import TypeError_
+from autodsl.core.node import AccumulateGrad
 
 __all__ = ["Trace", "Step", "trace", "tracing", "is_trace_enabled", "set_trace_enabled",
            "last_trace", "new_recorder", "walk", "node_labels", "leaf_label", "leaf_labels", "LazyNames"]
@@ -52,7 +53,6 @@ def trace(enabled: bool = True) -> None:
     Raises TypeError_ for a string (``trace("off")``: use false).
     """
     if isinstance(enabled, str):      # trace("off") would turn it on
-        from autodsl.errors import TypeError_  # noqa: PLC0415
         raise TypeError_(f"trace() takes true or false, not the string {enabled!r}")
     set_trace_enabled(enabled)
 
@@ -237,7 +237,6 @@ class Trace:
         # do not depend on names: walk the graph once; leaves are named afresh each time.
         base = self.__dict__.get("_base_labels")
         if base is None:
-            from autodsl.core.node import AccumulateGrad  # noqa: PLC0415
             roots = [st.node for st in self.steps if st.deps == 0] + [st.node for st in self.steps]
             base = self._base_labels = node_labels(roots)
             self._leaf_nodes = [n for n in base if isinstance(n, AccumulateGrad)]
@@ -490,7 +489,6 @@ def node_labels(roots, names=None) -> dict:
 
     The trace and ``autodsl.tools.graph`` both use it, so they name nodes alike.
     """
-    from autodsl.core.node import AccumulateGrad  # noqa: PLC0415
     labels = {}
     counts = {}
     leaves = []

@@ -20,6 +20,9 @@ import sys
 from typing import Any, Callable
 
 from autodsl.errors import TypeError_
+import autodsl
+from autodsl.core.display import format_value
+from autodsl.core.tensor import Tensor
 
 __all__ = ["LANGUAGE_BUILTINS", "core_functions", "make_builtins"]
 
@@ -28,7 +31,6 @@ LANGUAGE_BUILTINS = frozenset({"print", "range", "len"})
 
 def core_functions() -> dict[str, Callable]:
     """``{name: function}`` for every public function of autodsl (classes excluded)."""
-    import autodsl  # the package is fully imported by the time a Session exists
     table = {}
     for name in getattr(autodsl, "__all__", ()):
         obj = getattr(autodsl, name, None)
@@ -38,7 +40,6 @@ def core_functions() -> dict[str, Callable]:
 
 
 def _format(v) -> str:
-    from autodsl.tools.display import format_value
     return format_value(v)
 
 
@@ -68,7 +69,6 @@ def make_builtins(get_out: Callable[[], Any] | None = None) -> dict[str, Callabl
 
     def len_(x) -> int:
         """The length of a tensor's first dimension, a shape, a list or a string."""
-        from autodsl.core.tensor import Tensor
         if isinstance(x, (Tensor, tuple, list, str, range)):
             return len(x)               # a tensor's own __len__ explains a 0-d tensor
         raise TypeError_("len() needs a tensor, a shape, a list or a string")

@@ -36,8 +36,10 @@ from autodsl.lang.values import (describe, describe_value, number_pow, param_tex
 
 from autodsl.context import current, scoped
 from autodsl.source import SOURCE_POS  # the language records where each graph node came from
-from autodsl.core.node import caller_pos, format_pos
+from autodsl.source import caller_pos, format_pos
 from autodsl.core.node import Node as _GraphNode
+from autodsl.core.grad_mode import no_grad
+from autodsl.ops.elementwise import pow as tensor_pow
 
 __all__ = ["Interpreter", "UserFunction", "Scope", "MAX_CALL_DEPTH", "translate_exception",
            "NODE_ATTRIBUTES", "SETTABLE_ATTRIBUTES", "describe", "loop_progress"]
@@ -319,7 +321,6 @@ class Interpreter:
             self.exec_block(stmt.orelse)
 
     def exec_NoGrad(self, stmt: A.NoGrad):
-        from autodsl.core.grad_mode import no_grad
         with no_grad():
             self.exec_block(stmt.body)
 
@@ -461,7 +462,6 @@ class Interpreter:
         exponent = self.eval(node.exponent)
         base, exponent = self._operands("^", base, exponent)
         if isinstance(base, Tensor) or isinstance(exponent, Tensor):
-            from autodsl.ops.elementwise import pow as tensor_pow# autodsl.pow
             tok = self._pos_token(node)
             try:
                 return tensor_pow(base, exponent)

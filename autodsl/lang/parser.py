@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast as _pyast
 import functools
-import re
 from pathlib import Path
 
 from lark import Lark, Token, Transformer_NonRecursive, v_args

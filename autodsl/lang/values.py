@@ -13,6 +13,7 @@ from autodsl.errors import (DSLError, IndexError_, RuntimeError_, ShapeError, Ty
 from autodsl.core.tensor import Tensor
 
 from autodsl.core.node import Node as _GraphNode
+from autodsl.core.display import format_value
 
 __all__ = ["describe", "describe_value", "translate_exception", "truth", "number_pow",
            "param_text", "suggest", "NUMBER_TYPES"]
@@ -48,7 +49,6 @@ def describe(v) -> str:
 
 def describe_value(v) -> str:
     try:
-        from autodsl.tools.display import format_value
         return format_value(v)
     except Exception:  # pragma: no cover - display not available
         return repr(v)

@@ -3,6 +3,6 @@
 Importing this package registers all ops into ``REGISTRY`` and installs the
 operator dunders and methods on ``Tensor``.
 """
-from autodsl.ops.registry import REGISTRY, Op, apply, defop, inplace, sum_to  # noqa: F401
-from autodsl.ops import elementwise, reduce, movement, linalg, compare, loss  # noqa: F401,E401
+from autodsl.ops.registry import REGISTRY, Op, apply, defop  # noqa: F401
+from autodsl.ops import elementwise, reduce, movement, linalg, compare, loss, inplace  # noqa: F401,E401
 from autodsl.ops import methods  # noqa: F401  (installs Tensor methods; must come last)

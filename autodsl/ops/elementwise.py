@@ -9,10 +9,11 @@ from __future__ import annotations
 import autodsl.backend as backend
 from autodsl.backend import kind_of, namespace_of
 from autodsl.errors import DTypeError, ValueError_
-from autodsl.core import grad_mode
 from autodsl.core.tensor import Tensor
 from autodsl.ops.formula import TENSORS
 from autodsl.ops.registry import Op, apply, defop
+from autodsl.errors import TypeError_
+from autodsl.core.tensor import as_tensor
 
 # The ops every network and chain uses state their derivative once, as a ``formula`` that runs
 # on arrays without create_graph and on Tensors with it (Note [one formula], ops/formula.py).
@@ -578,8 +579,6 @@ def clamp(input, min=None, max=None):
 
     Example: ``clamp(x, min=0, max=1)``
     """
-    from autodsl.core.tensor import Tensor  # noqa: PLC0415
-    from autodsl.errors import TypeError_  # noqa: PLC0415
     if min is None and max is None:
         raise TypeError_("clamp needs at least one of min= and max=")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
@@ -601,12 +600,9 @@ def where(condition, input, other):
 
     Example: ``where(x > 0, log(x), x * 2)``
     """
-    from autodsl.core.tensor import Tensor, as_tensor  # noqa: PLC0415
-    import autodsl.backend as backend  # noqa: PLC0415
     if not isinstance(condition, Tensor):
         condition = as_tensor(condition)
     if condition.dtype is not backend.bool_:
-        from autodsl.errors import DTypeError  # noqa: PLC0415
         raise DTypeError(f"where needs a bool condition (e.g. x > 0), not a {condition.dtype.name} tensor; "
                          "compare it first, e.g. where(c != 0, a, b)")
     return apply(Where, condition, input, other)

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from autodsl.errors import ShapeError
-from autodsl.ops.registry import Op, apply, defop, sum_to
+from autodsl.ops.movement import sum_to
+from autodsl.ops.registry import Op, apply, defop
 
 __all__ = ["matmul"]
 

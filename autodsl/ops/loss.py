@@ -5,6 +5,10 @@ from autodsl.backend import getitem, namespace_of
 from autodsl.errors import DTypeError, ShapeError, ValueError_
 from autodsl.ops.elementwise import where
 from autodsl.ops.registry import Op, apply, defop
+from autodsl.core.tensor import as_tensor
+from autodsl.core.tensor import Tensor
+from autodsl.ops import reduce as R
+from autodsl.ops.movement import IndexAdd
 
 __all__ = ["mse_loss", "nll_loss", "cross_entropy"]
 
@@ -73,8 +77,6 @@ class NllLoss(Op):
     rule = ("-grad at each target class (/ number of counted targets for mean)",)
 
     def backward(self, g):
-        from autodsl.core.tensor import Tensor  # noqa: PLC0415
-        from autodsl.ops.movement import IndexAdd  # noqa: PLC0415
         valid = Tensor(self.valid)
         if self.reduction == "mean":
             gg = where(valid, g * (-1.0 / float(self.count)) if self.count else g * float("nan"), 0.0)
@@ -96,7 +98,6 @@ def nll_loss(input, target, reduction="mean", ignore_index=-100):
     or (C,); ``target``: int64 class indices, shape (N,) or (); rows whose target is
     ``ignore_index`` count for nothing (and are left out of the mean). Example: ``nll_loss(logp, y)``
     """
-    from autodsl.core.tensor import as_tensor  # noqa: PLC0415
     _check_reduction(reduction)
     x = as_tensor(input)
     t = as_tensor(target)
@@ -123,20 +124,18 @@ def cross_entropy(input, target, reduction="mean", ignore_index=-100):
     rows whose class index is ``ignore_index`` are left out.
     Example: ``cross_entropy(logits, labels)``
     """
-    from autodsl.core.tensor import as_tensor  # noqa: PLC0415
-    from autodsl.ops.reduce import log_softmax, mean, sum  # noqa: PLC0415
     _check_reduction(reduction)
     x = as_tensor(input)
     t = as_tensor(target, like=None)
-    logp = log_softmax(x, dim=-1)
+    logp = R.log_softmax(x, dim=-1)
     if t.dtype.is_floating:
         if t.shape != x.shape:
             raise ShapeError(
                 f"cross_entropy: a floating target holds class probabilities and needs the input's shape "
                 f"{x.shape}, got {t.shape}; for class indices make the target an integer tensor "
                 "(tensor([...], dtype=int64))")
-        per = -sum(t * logp, dim=-1)
+        per = -R.sum(t * logp, dim=-1)
         if reduction == "mean":
-            return mean(per)
-        return sum(per) if reduction == "sum" else per
+            return R.mean(per)
+        return R.sum(per) if reduction == "sum" else per
     return nll_loss(logp, t, reduction=reduction, ignore_index=ignore_index)

@@ -10,7 +10,10 @@ from autodsl.ops import linalg as L
 from autodsl.ops import loss as Lo  # noqa: F401
 from autodsl.ops import movement as M
 from autodsl.ops import reduce as R
-from autodsl.ops.registry import install, inplace, sum_to, to_op
+from autodsl.ops.inplace import inplace, refresh_view
+from autodsl.ops.movement import sum_to
+from autodsl.ops.registry import install, to_op
+from autodsl.backend import DType
 
 
 def _r(fn):
@@ -32,7 +35,6 @@ def _mT(self):
 
 def _to(self, device=None, dtype=None):
     """``x.to("cuda")``, ``x.to(float32)``, ``x.to(device=..., dtype=...)``, as in PyTorch."""
-    from autodsl.backend import DType  # noqa: PLC0415
     if dtype is None and (isinstance(device, DType) or device in ("float32", "float64", "int64", "bool")):
         device, dtype = None, device
     return to_op(self, device=device, dtype=dtype)
@@ -83,3 +85,4 @@ _methods = {
 
 install(_dunders)
 install(_methods, properties={"T": _T, "mT": _mT})
+install({"_refresh_view": refresh_view})     # Note [stale views]: apply() and edges rebuild a view's history

@@ -12,6 +12,8 @@ import autodsl.backend as backend
 from autodsl.backend import kind_of, namespace_of, scatter_add
 from autodsl.errors import IndexError_, ShapeError, TypeError_
 from autodsl.ops.registry import Op, apply, defop
+from autodsl.core.tensor import Tensor
+from autodsl.core.tensor import as_tensor
 
 __all__ = ["reshape", "view", "transpose", "permute", "unsqueeze", "squeeze", "expand", "cat",
            "stack", "flatten", "getitem", "index_put"]
@@ -124,7 +126,6 @@ class Expand(Op):
     rule = "grad summed over the expanded dimensions"
 
     def backward(self, g):
-        from autodsl.ops.registry import sum_to  # noqa: PLC0415
         return (sum_to(g, self.in_shape),)
 
 
@@ -180,7 +181,6 @@ class Stack(Op):
 
 def _key_arrays(key):
     """Tensors inside an index become arrays; lists become integer arrays."""
-    from autodsl.core.tensor import Tensor  # noqa: PLC0415
     if not isinstance(key, tuple):
         key = (key,)
     out = []
@@ -338,7 +338,6 @@ def permute(input, *dims):
 
 def unsqueeze(input, dim):
     """Insert a size-1 dim at ``dim``. Example: ``x.unsqueeze(0)``"""
-    from autodsl.core.tensor import as_tensor  # noqa: PLC0415
     t = as_tensor(input)
     d = _dim(dim, t.ndim + 1)
     shape = t.shape[:d] + (1,) + t.shape[d:]
@@ -347,7 +346,6 @@ def unsqueeze(input, dim):
 
 def squeeze(input, dim=None):
     """Drop size-1 dims (all, or only ``dim``). Example: ``x.squeeze(1)``"""
-    from autodsl.core.tensor import as_tensor  # noqa: PLC0415
     t = as_tensor(input)
     if dim is None:
         shape = tuple(n for n in t.shape if n != 1)
@@ -360,7 +358,6 @@ def squeeze(input, dim=None):
 
 def expand(input, *sizes):
     """Broadcast size-1 dims to ``sizes`` without copying (-1 keeps a size). Example: ``x.expand(3, 4)``"""
-    from autodsl.core.tensor import as_tensor  # noqa: PLC0415
     t = as_tensor(input)
     shape = _shape_arg(sizes)
     if shape == t.shape:
@@ -371,7 +368,6 @@ def expand(input, *sizes):
 
 def flatten(input, start_dim=0, end_dim=-1):
     """Merge dims start_dim..end_dim into one. Example: ``x.flatten()``"""
-    from autodsl.core.tensor import as_tensor  # noqa: PLC0415
     t = as_tensor(input)
     if t.ndim == 0:
         return reshape(t, (1,))
@@ -396,3 +392,42 @@ def stack(tensors, dim=0):
     if not isinstance(tensors, (list, tuple)):
         raise TypeError_("stack takes a list of tensors, e.g. stack([a, b])")
     return apply(Stack, *tensors, dim=dim)
+
+
+def _sum_to_axes(shape, target):
+    lead = len(shape) - len(target)
+    axes = list(range(lead))
+    for i, n in enumerate(target):
+        if n == 1 and shape[lead + i] != 1:
+            axes.append(lead + i)
+    return tuple(axes), lead
+
+
+@defop("sum_to", node_name="SumBackward", public=False)
+class SumTo(Op):
+    """Reduce a broadcast gradient back to ``shape`` (the inverse of expand)."""
+
+    def forward(self, a, shape):
+        self.shape_in = a.shape
+        if len(shape) > a.ndim:
+            raise ValueError(f"cannot sum shape {a.shape} to {shape}")
+        axes, lead = _sum_to_axes(a.shape, shape)
+        for i, n in enumerate(shape):
+            if n != 1 and a.shape[lead + i] != n:
+                raise ValueError(f"cannot sum shape {a.shape} to {shape}")
+        xp = namespace_of(a)
+        out = xp.sum(a, axis=axes, keepdims=True) if axes else a
+        return xp.reshape(out, shape)
+
+    rule = "grad summed back to a's shape"
+
+    def backward(self, g):
+        return (expand(g, self.shape_in),)
+
+
+def sum_to(x: Tensor, shape) -> Tensor:
+    """Sum ``x`` over broadcast dimensions so that it has ``shape``."""
+    shape = tuple(shape)
+    if x.shape == shape:
+        return x
+    return apply(SumTo, x, shape=shape)

@@ -10,6 +10,16 @@ import builtins
 from autodsl.backend import kind_of, namespace_of
 from autodsl.errors import IndexError_, TypeError_, ValueError_
 from autodsl.ops.registry import Op, apply, defop
+from autodsl.core.tensor import Tensor, as_tensor
+from autodsl.errors import DTypeError
+from autodsl.ops.elementwise import maximum
+from autodsl.ops.elementwise import minimum
+from autodsl.ops.elementwise import abs as _abs
+from autodsl.ops.movement import expand
+from autodsl.ops.elementwise import where
+from autodsl.ops.movement import IndexAdd
+from autodsl.ops.elementwise import sign
+from autodsl.ops.elementwise import exp
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "norm", "var", "std",
            "logsumexp", "softmax", "log_softmax"]
@@ -53,7 +63,6 @@ class _Reduction(Op):
         return g if self.keepdim else g.reshape(self.kshape)
 
     def _expand(self, g):
-        from autodsl.ops.movement import expand  # noqa: PLC0415
         return expand(self._spread(g), self.in_shape)
 
 
@@ -119,7 +128,6 @@ class Prod(_Reduction):
                         axis=-1)
         inverse = tuple(perm.index(i) for i in range(a.ndim))
         others = xp.permute_dims(xp.reshape(left * right, moved.shape), inverse)
-        from autodsl.core.tensor import Tensor  # noqa: PLC0415
         return (self._expand(g) * Tensor(others, _device=x.device),)
 
 
@@ -141,7 +149,6 @@ class _Extreme(_Reduction):
         hit = x == self._spread(out)
         count = hit.sum(dim=self.axes, keepdim=True)
         # torch (amax/amin and full max()/min()): ties share the gradient evenly
-        from autodsl.ops.elementwise import where  # noqa: PLC0415
         return (where(hit, self._spread(g) / count, 0.0),)
 
 
@@ -192,7 +199,6 @@ class ExtremeDim(Op):
     rule = "grad sent to the index of each extreme (the first one on ties)"
 
     def backward(self, g):
-        from autodsl.ops.movement import IndexAdd  # noqa: PLC0415
         kshape = tuple(builtins.max(k.shape[i] for k in self.key) for i in range(len(self.key)))
         shape = self.in_shape or (1,)
         grad = apply(IndexAdd, g.reshape(kshape), key=self.key, shape=shape, basic=False)
@@ -200,7 +206,6 @@ class ExtremeDim(Op):
 
 
 def _extreme_dim(pick, input, dim, keepdim):
-    from autodsl.core.tensor import Tensor, as_tensor  # noqa: PLC0415
     x = as_tensor(input)
     if isinstance(dim, (list, tuple)):
         raise TypeError_(f"{pick}(x, dim=...) takes one dim; use amax/amin to reduce several")
@@ -237,7 +242,6 @@ class Norm(_Reduction):
 
     def backward(self, g):
         x, out = self.saved_tensors
-        from autodsl.ops.elementwise import where  # noqa: PLC0415
         o = self._spread(out)
         return (where(o == 0, 0.0, self._spread(g) * x / o),)   # torch: 0 at the zero vector
 
@@ -258,7 +262,6 @@ class PNorm(_Reduction):
 
     def backward(self, g):
         x, out = self.saved_tensors
-        from autodsl.ops.elementwise import abs as _abs, sign, where  # noqa: PLC0415
         o = self._spread(out)
         grad = self._spread(g) * sign(x) * _abs(x) ** (self.p - 1) / o ** (self.p - 1)
         return (where(o == 0, 0.0, grad),)      # torch: 0 at the zero vector
@@ -307,7 +310,6 @@ class Std(_Reduction):
 
     def backward(self, g):
         x, out = self.saved_tensors
-        from autodsl.ops.elementwise import where  # noqa: PLC0415
         mu = x.mean(dim=self.axes, keepdim=True)
         o = self._spread(out)
         # d std = (x-mean)/((n-c) std).  torch: 0 where std == 0 (not 0/0 = nan)
@@ -328,7 +330,6 @@ class Logsumexp(_Reduction):
 
     def backward(self, g):
         x, out = self.saved_tensors
-        from autodsl.ops.elementwise import exp  # noqa: PLC0415
         return (self._spread(g) * exp(x - self._spread(out)),)   # d lse = softmax(x)
 
 
@@ -381,7 +382,6 @@ class LogSoftmax(Op):
 
     def backward(self, g):
         (out,) = self.saved_tensors
-        from autodsl.ops.elementwise import exp  # noqa: PLC0415
         return (g - exp(out) * g.sum(dim=self.axis, keepdim=True),)
 
 
@@ -394,10 +394,8 @@ def sum(input, dim=None, keepdim=False):
 
 def mean(input, dim=None, keepdim=False):
     """Mean of the elements (floating tensors), over all dims or ``dim``. Example: ``x.mean(dim=1)``"""
-    from autodsl.core.tensor import as_tensor  # noqa: PLC0415
     t = as_tensor(input)
     if not t.dtype.is_floating:
-        from autodsl.errors import DTypeError  # noqa: PLC0415
         raise DTypeError(f"mean needs a floating tensor, this one is {t.dtype.name}; "
                          "convert it with .to(dtype=float64)")
     return apply(Mean, t, dim=dim, keepdim=keepdim)
@@ -429,7 +427,6 @@ def max(input, other=None, dim=None, keepdim=False):
     if other is not None:
         if dim is not None:
             raise TypeError_("max(a, b) is elementwise and takes no dim; use max(a, dim=...) to reduce")
-        from autodsl.ops.elementwise import maximum  # noqa: PLC0415
         return maximum(input, other)
     if dim is not None:
         return _extreme_dim("max", input, dim, keepdim)
@@ -444,7 +441,6 @@ def min(input, other=None, dim=None, keepdim=False):
     if other is not None:
         if dim is not None:
             raise TypeError_("min(a, b) is elementwise and takes no dim; use min(a, dim=...) to reduce")
-        from autodsl.ops.elementwise import minimum  # noqa: PLC0415
         return minimum(input, other)
     if dim is not None:
         return _extreme_dim("min", input, dim, keepdim)
@@ -457,7 +453,6 @@ def norm(input, p=2, dim=None, keepdim=False):
     """
     if p == 2 or p == "fro":
         return apply(Norm, input, dim=dim, keepdim=keepdim)
-    from autodsl.ops.elementwise import abs as _abs  # noqa: PLC0415
     if p == 1:
         return sum(_abs(input), dim=dim, keepdim=keepdim)
     if p == float("inf"):

@@ -15,18 +15,19 @@ from __future__ import annotations
 
 import autodsl.backend as backend
 from autodsl.core import grad_mode
-from autodsl.core.node import AccumulateGrad, pos_text
+from autodsl.core.node import AccumulateGrad
+from autodsl.source import pos_text
 from autodsl.core.rules import enclosed
 from autodsl.core.quiet import ieee
 from autodsl.core.trace import node_labels, tracing
-from autodsl.core import watch
 from autodsl.core.watch import quiet
 from autodsl.names import caller_namespace
 from autodsl.errors import AutogradError, IndexError_, TypeError_, ValueError_
 from autodsl.context import current
-from autodsl.tools.graph import names_by_id
+from autodsl.names import names_by_id
 from autodsl.core.tensor import Tensor
 from autodsl.textfmt import format_array, format_number
+from autodsl.core.autograd import grad
 
 __all__ = ["explain", "Explanation", "PathTerm"]
 
@@ -336,7 +337,6 @@ def _total(f, x, target, n_paths, paths, with_hooks=False):
         if total is None:
             return backend.to_host(backend.xp("cpu").zeros(x.shape))
         return total
-    from autodsl.core.autograd import grad# every path, without listing them: one backward,
     # neither traced nor recorded as the user's last backward (for why())
     with grad_mode.enable_grad(), tracing(False), quiet():
         (g,) = grad(f, [x], retain_graph=True, allow_unused=True)

@@ -25,11 +25,11 @@ from pathlib import Path
 import numpy as np
 
 import autodsl.backend as backend
-from autodsl.core import watch
-from autodsl.core.node import AccumulateGrad, format_pos, pos_text
+from autodsl.core.node import AccumulateGrad
+from autodsl.source import format_pos, pos_text
 from autodsl.core.trace import leaf_label, node_labels, walk
 from autodsl.context import current
-from autodsl.names import caller_namespace
+from autodsl.names import name_maps, user_names
 from autodsl.errors import RuntimeError_, TypeError_, ValueError_
 from autodsl.core.tensor import Tensor
 from autodsl.textfmt import format_array, format_number
@@ -108,53 +108,13 @@ def _grad_text(t) -> str | None:
     return None if g is None else _value_text(g._data)
 
 
-def user_names(names=None):
-    """The names to show: ``names`` when given; None inside a Session (``_name_maps`` then
-    reads its namespace through the run context's ``names``); else, from the Python API, the caller's variables
-    (``{name: tensor}`` of the first frame outside autodsl: ``watch.caller_namespace``)."""
-    if names is None and current().names is None:
-        return caller_namespace()
-    return names
-
-
-def names_by_id(names=None) -> dict:
-    """``{id(tensor): variable name}`` from ``names`` ({name: tensor}, or already by id), or
-    from the running Session's namespace when ``names`` is None; {} outside a Session."""
-    return _name_maps(names)[0]
-
-
-def _name_maps(names):
-    """``names`` -> ({id(tensor): name}, {node: name}).
-
-    Accepts {id(tensor): name} (what the trace uses) or {name: tensor} (a
-    session's namespace); other values in the latter are ignored.
-    """
-    by_id, by_node = {}, {}
-    if names is None:
-        provider = current().names
-        names = provider() if provider is not None else None
-    if names is None:
-        return by_id, by_node
-    if not hasattr(names, "items"):
-        raise TypeError_(f"names must map id(tensor) to a name, or a name to a tensor; "
-                         f"got {type(names).__name__}")
-    for k, v in names.items():
-        if isinstance(k, int) and isinstance(v, str):
-            by_id[k] = v
-        elif isinstance(k, str) and isinstance(v, Tensor):
-            by_id[id(v)] = k
-            if v.grad_fn is not None:
-                by_node[v.grad_fn] = k
-    return by_id, by_node
-
-
 class _Describer:
     """Builds (and caches) the ``_Facts`` of each node reached from one root tensor."""
 
     def __init__(self, root: Tensor, labels: dict, names):
         self.root = root
         self.labels = labels
-        self.by_id, self.by_node = _name_maps(names)
+        self.by_id, self.by_node = name_maps(names)
         self.cache = {}
 
     def of_root_leaf(self) -> _Facts:
@@ -204,7 +164,7 @@ class _Describer:
 
 
 def _roots_and_labels(x: Tensor, names):
-    by_id, _ = _name_maps(names)
+    by_id, _ = name_maps(names)
     if x.grad_fn is None:
         return None, {}
     return x.grad_fn, node_labels([x.grad_fn], by_id)

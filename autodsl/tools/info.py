@@ -1,5 +1,10 @@
 """Looking at tensors: ``info(x)``."""
 from __future__ import annotations
+from autodsl.core.display import format_array, format_value
+from autodsl.errors import TypeError_
+from autodsl.core.tensor import Tensor
+import autodsl.backend as backend
+from autodsl.source import format_pos
 
 __all__ = ["info", "Info"]
 
@@ -24,11 +29,6 @@ def info(x) -> Info:
     """shape, dtype, device, requires_grad, is_leaf, grad_fn, retains_grad, grad and
     version of tensor ``x``. Example: ``info(w)``
     """
-    from autodsl.tools.display import format_array, format_value  # noqa: PLC0415
-    from autodsl.errors import TypeError_  # noqa: PLC0415
-    from autodsl.core.tensor import Tensor  # noqa: PLC0415
-    import autodsl.backend as backend  # noqa: PLC0415
-    from autodsl.core.node import format_pos  # noqa: PLC0415
     if not isinstance(x, Tensor):
         what = f"the graph node {x.name}" if hasattr(x, "next_edges") and hasattr(x, "name") \
             else type(x).__name__

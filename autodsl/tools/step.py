@@ -5,7 +5,7 @@ from autodsl.core import watch
 from autodsl.core.engine import GraphTask
 from autodsl.core.stepper import BackwardStepper
 from autodsl.errors import AutogradError, TypeError_
-from autodsl.tools.graph import names_by_id, user_names
+from autodsl.names import names_by_id, user_names
 from autodsl.core.tensor import Tensor, make_seeds
 
 __all__ = ["step", "BackwardStepper"]

@@ -42,15 +42,20 @@ import numpy as np
 
 import autodsl.backend as backend
 from autodsl.core import watch
-from autodsl.core.node import AccumulateGrad, format_pos, pos_text
-from autodsl.core.rules import input_value, output_value
+from autodsl.core.node import AccumulateGrad
+from autodsl.source import format_pos, pos_text
+from autodsl.core.rules import input_value
 from autodsl.core.trace import last_trace, node_labels, walk
 from autodsl.names import caller_namespace
 from autodsl.errors import DSLError, TypeError_
 from autodsl.context import current
-from autodsl.tools.graph import _name_maps
+from autodsl.names import name_maps
 from autodsl.core.tensor import Tensor
 from autodsl.textfmt import format_array, format_number
+from autodsl.core.anomaly import get_anomaly_mode
+from autodsl.core.anomaly import anomaly_scope
+from autodsl.core.engine import GraphTask
+from autodsl.core.trace import Recorder
 
 __all__ = ["why", "Why", "REASONS"]
 
@@ -152,7 +157,7 @@ class _Explainer:
         self.x = x
         if names is None and current().names is None:
             names = caller_namespace()       # the Python API: the caller's variables
-        self.by_id, self.by_node = _name_maps(names)
+        self.by_id, self.by_node = name_maps(names)
         self.namespace = _namespace(names)
         nm = self.by_id.get(id(x))
         self.name = nm
@@ -220,7 +225,6 @@ class _Explainer:
         if g is not None and g.size and np.all(np.isfinite(g)) and np.all(g != 0):
             return Why("ok", [f"{self.grad_of} is set and has no zero entries: {_value(g)}"])
         if g is not None and not np.all(np.isfinite(g)):
-            from autodsl.core.anomaly import get_anomaly_mode
             hint = ("Anomaly mode is on: its report (printed once per site, where the computation or "
                     "the backward ran) names the op, forward or backward, that first made a nan or inf "
                     "from finite values." if get_anomaly_mode() else
@@ -474,9 +478,6 @@ class _Explainer:
         return self.rerun(last, target)
 
     def rerun(self, last, target):
-        from autodsl.core.anomaly import anomaly_scope  # noqa: PLC0415
-        from autodsl.core.engine import GraphTask  # noqa: PLC0415
-        from autodsl.core.trace import Recorder  # noqa: PLC0415
         seeds = []
         for ref, data, device in last.seeds:
             node = ref()

@@ -1,0 +1,173 @@
+"""In-place writes: ``x += y``, ``x[i] = v`` and the in-place methods, as PyTorch does them.
+
+Refused on a leaf that requires grad while recording; the version counter is
+bumped on every write; when recording, the target's history becomes the new
+node, and a write through an indexing view rewrites the base's history
+(CopySlices). Views made before their base's last in-place op rebuild their
+history on use (Note [stale views]).
+"""
+from __future__ import annotations
+
+import autodsl.backend as backend
+from autodsl.backend import namespace_of
+from autodsl.context import current
+from autodsl.core import grad_mode
+from autodsl.core.journal import record_values
+from autodsl.core.quiet import ieee
+from autodsl.core.tensor import Tensor
+from autodsl.core.watch import note_write
+from autodsl.errors import AutogradError, DTypeError, ShapeError
+from autodsl.names import names_of
+from autodsl.ops.movement import _Raw, getitem, index_put
+from autodsl.ops.registry import apply
+
+__all__ = ["inplace", "refresh_view"]
+
+
+def inplace(fn, target: Tensor, *args, what: str = "in-place operation", ufunc: str | None = None) -> Tensor:
+    """Run ``fn(target, *args)`` and write the result into ``target``'s storage.
+
+    Follows PyTorch: refused on a leaf that requires grad (and its views) while
+    grad mode is on; bumps the version counter; when recording, the target's
+    history becomes the new node (its old value is kept for backward).
+    ``ufunc`` ("add", "subtract", ...): the elementwise op ``fn`` is, so that an
+    update that records nothing (``no_grad { w -= lr * w.grad }``) is computed
+    straight into the storage instead of into a new array that is then copied.
+    """
+    if target._base is not None and target._base_gen != target._base._gen:
+        refresh_view(target)           # a view made before its base's last in-place op
+    recording = grad_mode.is_grad_enabled() and target.dtype.is_floating and (
+        target._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args))
+    base = target._base
+    if grad_mode.is_grad_enabled():
+        for t in (target, base):
+            if t is not None and t.grad_fn is None and t._requires_grad:
+                who = names_of(target)          # "w += ..." with the user's name, not the placeholder x
+                if who and what.startswith(("x ", "writing x[")):
+                    what = what.replace("x", who[0], 1)
+                raise AutogradError(
+                    f"{what} on a leaf tensor that requires grad: autograd needs its value as it is. "
+                    "Update parameters inside a no_grad block (no_grad { w -= lr * w.grad }), "
+                    "or write y = y - ... to make a new tensor")
+        if recording and base is not None and any(step[0].op_name != "getitem" for step in target._view_chain):
+            raise AutogradError(
+                f"{what} on a reshaped or transposed view of another tensor while recording gradients "
+                "is not supported; write through an index of the tensor itself (x[i] = ...), or "
+                "clone() the view first")
+    if recording and base is not None:
+        return _inplace_on_view(fn, target, base, args, what)
+    if recording:
+        out = fn(_snapshot(target), *args)
+    else:
+        if ufunc is not None and len(args) == 1 and current().anomaly is None and _write_ufunc(ufunc, target, args[0]):
+            return target
+        with grad_mode.no_grad():
+            out = fn(target, *args)
+    _write(target, out, what)
+    if recording:
+        _move_history(target, out.grad_fn)
+    return target
+
+
+def refresh_view(t: Tensor) -> None:
+    """Note [stale views]: an in-place op gave t's base a new history, so t's grad_fn is
+    out of date; rebuild it by replaying the view's steps on the base (what PyTorch does
+    lazily through the version counter). Only while recording: otherwise it is not needed."""
+    if not grad_mode.is_grad_enabled():
+        return
+    base = t._base
+    y = base
+    for cls, params in t._view_chain:
+        y = apply(cls, y, **params)
+    t._base_gen = base._gen
+    if y.grad_fn is not None:
+        _move_history(t, y.grad_fn)
+
+
+
+def _move_history(t: Tensor, node) -> None:
+    """After an in-place op, t's history is the new node; a retain_grad() follows it."""
+    old = t.grad_fn
+    if t._retains_grad and old is not None and old._retained:
+        old._retained = [r for r in old._retained if r is not t] or None
+        if node._retained is None:
+            node._retained = []
+        node._retained.append(t)
+    t.grad_fn = node
+    t._requires_grad = True
+    t._gen += 1
+
+
+def _snapshot(t: Tensor) -> Tensor:
+    """A copy of t's values that keeps t's place in the graph (its grad_fn or its leaf)."""
+    old = Tensor(backend.copy(t._data), _device=t.device)
+    old.grad_fn = t.grad_fn
+    old._requires_grad = t._requires_grad
+    if t.grad_fn is None and t._requires_grad:
+        old._accumulate = t._accumulate_node()
+    return old
+
+
+def _inplace_on_view(fn, view: Tensor, base: Tensor, args, what: str) -> Tensor:
+    """An in-place write through an indexing view, recorded as PyTorch's CopySlices does:
+    the base's new history is "the old base with this slice replaced", and the view's
+    history becomes the slice of that new base."""
+    chain = [params["key"] for _, params in view._view_chain]
+    out = fn(_snapshot(view), *args)
+    old_base = _snapshot(base)
+    outer = [old_base]
+    for key in chain[:-1]:
+        outer.append(getitem(outer[-1], _Raw(key)))
+    inner = out
+    for key, holder in zip(reversed(chain), reversed(outer)):
+        inner = index_put(holder, _Raw(key), inner)
+    _write(view, out, what)
+    _move_history(base, inner.grad_fn)
+    refresh_view(view)
+    return view
+
+
+def _write_ufunc(name: str, target: Tensor, other) -> bool:
+    """``target <name>= other`` in place through the backend when it can (see backend.ufunc_inplace);
+    the same bookkeeping as ``_write``: undo record, version, where the write happened."""
+    if type(other) is Tensor:
+        if other.device != target.device or other._base is not None and other._base_gen != other._base._gen:
+            return False
+        value = other._data
+    else:
+        value = other
+    record_values(target)
+    if current().ieee_depth:
+        done = backend.ufunc_inplace(name, target._data, value)
+    else:
+        with ieee():
+            done = backend.ufunc_inplace(name, target._data, value)
+    if done:
+        target._version[0] += 1
+        note_write(target)
+    return done
+
+
+def _write(target: Tensor, out: Tensor, what: str) -> None:
+    if out.dtype is not target.dtype and out.dtype.is_floating and not target.dtype.is_floating:
+        raise DTypeError(f"{what}: the result is {out.dtype.name} but the tensor written into is "
+                         f"{target.dtype.name}; make the tensor floating (dtype=float64) first")
+    if out.shape != target.shape:
+        try:
+            ok = backend.broadcast_shapes(out.shape, target.shape) == target.shape
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ShapeError(f"{what}: the result has shape {out.shape}, which does not fit the tensor "
+                             f"written into (shape {target.shape})")
+    record_values(target)
+    src = out._data
+    if src.dtype != target._data.dtype:      # e.g. int64 into float64: the standard casts explicitly
+        src = namespace_of(src).astype(src, target._data.dtype)
+    try:
+        target._data[...] = src
+    except ValueError as e:
+        raise AutogradError(f"{what}: this tensor cannot be written into ({e}); "
+                            "an expanded tensor shares memory between elements, clone() it first") from None
+    target._version[0] += 1
+    note_write(target)              # where: version errors name the line of the write

@@ -1,0 +1,181 @@
+"""Type promotion for ops: the dtype PyTorch computes tensors and numbers in.
+
+``promoted(cls, inputs, cast)`` gives an op's inputs as tensors of one dtype
+(``cast(t, dtype=...)`` converts a tensor, recording the conversion);
+``fast_pair`` is the usual binary case in one check, ``result_dtype`` the rule.
+"""
+from __future__ import annotations
+
+import autodsl.backend as backend
+from autodsl.backend import kind_of, namespace_of
+from autodsl.core.tensor import Tensor, as_tensor
+
+__all__ = ["promoted", "fast_pair", "to_tensors", "result_dtype"]
+
+
+# Note [type promotion]
+# PyTorch ranks operands in three tiers: tensors with dims, 0-d tensors, and
+# plain numbers. Within a tier dtypes promote as usual (bool < int64 < float32
+# < float64); a lower tier only matters when it brings a higher category
+# (bool < integer < floating). So float32 * 2.5, float32 * tensor(2.5) and
+# int64 + float32 are all float32, and int64 * 2.5 has the default float dtype.
+
+def _category(d) -> int:
+    return 2 if d.is_floating else (0 if d is backend.bool_ else 1)
+
+
+def _promote(a, b):
+    if a is None or a is b:
+        return b
+    if b is None:
+        return a
+    ca, cb = _category(a), _category(b)
+    if ca != cb:
+        return a if ca > cb else b
+    return backend.float64 if ca == 2 else a    # float32+float64; int64 is the only integer dtype
+
+
+def _combine(higher, lower):
+    if higher is None:
+        return lower
+    if lower is None or higher.is_floating:
+        return higher
+    if higher is backend.bool_ or lower.is_floating:
+        return _promote(higher, lower)
+    return higher
+
+
+def _scalar_dtype(v):
+    if isinstance(v, backend.HOST_BOOL):
+        return backend.bool_
+    if isinstance(v, backend.HOST_INT):
+        return backend.int64
+    if isinstance(v, backend.HOST_FLOAT):
+        return backend.get_default_dtype()
+    return None
+
+
+def result_dtype(values):
+    """The dtype PyTorch would compute ``values`` (tensors and numbers) in."""
+    tiers = [None, None, None]
+    for v in values:
+        if isinstance(v, Tensor):
+            tier, d = (1 if v._data.ndim == 0 else 0), v.dtype
+        else:
+            tier, d = 2, _scalar_dtype(v)
+            if d is None:
+                continue
+        tiers[tier] = _promote(tiers[tier], d)
+    return _combine(tiers[0], _combine(tiers[1], tiers[2]))
+
+
+# Note [constant tensors]
+# `y*0.999 + 0.001` in a loop makes a 0-d tensor for each Python float it meets. Such a
+# tensor is never seen by the user and never written (nothing can reach it but the
+# nodes that saved it), so one per (value, dtype, device) serves every op. Zero is left
+# out: 0.0 == -0.0 as a key, but the sign of a zero shows in results (1 / -0.0).
+_CONSTANTS: dict = {}
+
+
+def _constant(value: float, like, device: str) -> Tensor:
+    key = (value, type(like), like.dtype, device)   # the array type first: no cross-library dtype compare
+    t = _CONSTANTS.get(key)
+    if t is None:
+        t = Tensor(namespace_of(like).asarray(value, dtype=like.dtype), _device=device)
+        if value != 0.0 and value == value:          # not zero, not nan (nan never matches a key)
+            if len(_CONSTANTS) >= 1024:
+                _CONSTANTS.clear()
+            _CONSTANTS[key] = t
+    return t
+
+
+def promoted(cls, inputs, cast):
+    """Inputs as tensors of one dtype (over the op's ``promote`` positions)."""
+    if len(inputs) == 2 and cls.promote is True:
+        # the usual binary case first: x * y of one dtype, or x * 0.5 with a floating x
+        a, b = inputs
+        if type(a) is Tensor:
+            arr = a._data
+            if type(b) is Tensor:
+                if arr.dtype == b._data.dtype and (not cls.floating or kind_of(arr.dtype) == "f"):
+                    return [a, b]
+            elif type(b) is float and kind_of(arr.dtype) == "f":
+                return [a, _constant(b, arr, a.device)]
+    which = range(len(inputs)) if cls.promote is True else cls.promote
+    # Fast path: tensors of one dtype, plus plain numbers that do not raise its category.
+    np_dt = None
+    numbers = 0
+    for i in which:
+        v = inputs[i]
+        tv = type(v)
+        if tv is Tensor:
+            d = v._data.dtype
+            if np_dt is None:
+                np_dt = d
+            elif d != np_dt:
+                break
+        elif tv is float:
+            numbers |= 2
+        elif tv is int:
+            numbers |= 1
+        else:
+            break
+    else:
+        kind = kind_of(np_dt) if np_dt is not None else None
+        if kind == "f" or (kind == "i" and not numbers & 2 and not cls.floating) or \
+                (kind == "b" and not numbers and not cls.floating):
+            if not numbers:
+                return list(inputs) if cls.promote is True else to_tensors(inputs)
+            first = next(inputs[i] for i in which if type(inputs[i]) is Tensor)
+            xp = namespace_of(first._data)
+            out = list(inputs)
+            for i in which:
+                v = inputs[i]
+                if type(v) is not Tensor:
+                    out[i] = Tensor(xp.asarray(v, dtype=np_dt), _device=first.device)
+            return out if cls.promote is True else to_tensors(out)
+    return _promote_slow(cls, inputs, which, cast)
+
+
+def _promote_slow(cls, inputs, which, cast):
+    dt = result_dtype([inputs[i] for i in which])
+    if dt is None:
+        return to_tensors(inputs)
+    if cls.floating and not dt.is_floating:
+        dt = backend.get_default_dtype()
+    device = next((v.device for v in inputs if isinstance(v, Tensor)), backend.get_default_device())
+    out = list(inputs)
+    for i in which:
+        v = inputs[i]
+        if isinstance(v, Tensor):
+            if v.dtype is not dt:
+                out[i] = cast(v, dtype=dt)
+        elif _scalar_dtype(v) is not None:
+            out[i] = Tensor(backend.asarray(v, dt, device), _device=device)
+    return to_tensors(out)
+
+
+def to_tensors(inputs):
+    like = None
+    for v in inputs:
+        if isinstance(v, Tensor):
+            if like is None or (v.dtype.is_floating and not like.dtype.is_floating):
+                like = v
+    out = []
+    for v in inputs:
+        out.append(v if isinstance(v, Tensor) else as_tensor(v, like=like))
+    return out
+
+
+def fast_pair(cls, a, b):
+    """[a, b] as tensors of one dtype for the usual binary case (x * y of one dtype, x * 0.5 with
+    a floating x), or None to go the general way."""
+    if type(a) is Tensor:
+        arr = a._data
+        if type(b) is Tensor:
+            if arr.dtype == b._data.dtype and b.device == a.device and (
+                    not cls.floating or kind_of(arr.dtype) == "f"):
+                return [a, b]
+        elif type(b) is float and kind_of(arr.dtype) == "f":
+            return [a, _constant(b, arr, a.device)]
+    return None
