@@ -12,7 +12,7 @@ from pathlib import Path
 PKG = Path(__file__).resolve().parent.parent / "autodsl"
 
 LAYERS = [
-    ["errors", "textfmt"],
+    ["errors", "textfmt", "_pure"],   # _pure: the pure-Python switch, imported first by the package
     ["backend"],
     ["core"],
     ["ops"],
