@@ -4,6 +4,9 @@ a scripting language and a REPL.
 Every built-in of the language is a function of this module with the same name
 and keywords.
 """
+# First, before any other autodsl import: AUTODSL_PURE_PYTHON=1 loads the .py modules
+# even where compiled ones are installed (autodsl/_pure.py).
+from autodsl import _pure  # noqa: F401, I001
 from autodsl.core.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from autodsl.core.anomaly import anomaly, detect_anomaly
 from autodsl.core.trace import last_trace, trace

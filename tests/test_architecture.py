@@ -18,7 +18,7 @@ import pytest
 PKG = Path(__file__).resolve().parent.parent / "autodsl"
 
 LAYERS = [
-    ["context"],
+    ["context", "_pure"],
     ["source"],
     ["errors", "textfmt"],
     ["names"],
