@@ -34,19 +34,17 @@ from setuptools.command.build_py import build_py
 # list. Never add autodsl/__init__.py or autodsl/_pure.py: they implement the switch
 # that must be able to bypass the compiled modules.
 COMPILED = [
+    "autodsl/context.py",
     "autodsl/core/engine.py",
     "autodsl/core/grad_mode.py",
+    "autodsl/core/node.py",
+    "autodsl/core/tensor.py",
     "autodsl/ops/elementwise.py",
-    # Not yet: compiled, these three change behaviour (the suite fails), until
-    # - node.py's caller_pos starts its frame walk at sys._getframe(0) when it is compiled
-    #   (compiled functions push no Python frame, so the fixed depth 2 skips the user's
-    #   frame: nodes made from Python point at pytest's or the caller's caller's line);
-    #   registry.py and tensor.py call caller_pos, so compiled they break the same walk;
-    # - tensor.py's Note [stealing a gradient] counts references with sys.getrefcount,
-    #   and compiled code holds one fewer on the tensor and one more on its array.
-    # "autodsl/core/tensor.py",
-    # "autodsl/core/node.py",
-    # "autodsl/ops/registry.py",
+    "autodsl/ops/formula.py",
+    "autodsl/ops/promotion.py",
+    "autodsl/ops/registry.py",
+    # Never autodsl/source.py: its frame walks count the interpreter's frames, which a
+    # compiled function does not push.
 ]
 
 # Cython options that keep Python semantics: annotations are documentation only (Cython

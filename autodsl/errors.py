@@ -51,7 +51,7 @@ class DSLError(Exception):
         self.calls: list[str] = []
         self._python = False        # the position is a Python caller's, which a script's replaces
         if line is None and not current().language:      # a call from Python: point at the caller's line
-            caller = caller_line(1)
+            caller = caller_line()
             if caller is not None:
                 self.file, self.line, self.source_line = caller
                 self._python = True

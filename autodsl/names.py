@@ -19,7 +19,7 @@ TENSOR_TYPES: tuple = ()
 
 def caller_frame():
     """The frame whose variables name tensors from the Python API: the first outside autodsl."""
-    return user_frame(1)
+    return user_frame()
 
 
 def register_tensor_type(cls) -> None:

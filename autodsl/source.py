@@ -12,10 +12,11 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+import warnings
 
 from autodsl.context import current
 
-__all__ = ["SOURCE_POS", "user_frame", "caller_pos", "caller_line", "current_pos", "backward_pos", "pos_text",
+__all__ = ["SOURCE_POS", "user_frame", "caller_pos", "caller_line", "warn_user", "current_pos", "backward_pos", "pos_text",
            "format_pos"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -23,13 +24,13 @@ _OURS = (_PACKAGE_DIR, "<frozen ")      # frames that are not the user's (runpy'
 _getframe = sys._getframe
 
 
-def user_frame(depth: int = 1):
-    """The first frame outside autodsl (and outside frozen runpy frames), or None; the walk
-    starts ``depth`` frames above the caller of this function."""
-    try:
-        f = _getframe(depth + 1)
-    except ValueError:
-        return None
+def user_frame():
+    """The first frame outside autodsl (and outside frozen runpy frames), or None.
+
+    The walk starts at this function's caller and skips the package's frames, so it
+    finds the user's frame however many of autodsl's functions are between, and also
+    when some of them are compiled (a compiled function has no Python frame)."""
+    f = _getframe(1)
     while f is not None and f.f_code.co_filename.startswith(_OURS):
         f = f.f_back
     return f
@@ -38,17 +39,14 @@ def user_frame(depth: int = 1):
 _POSITIONS: dict = {}
 
 
-def caller_pos(depth: int = 1):
+def caller_pos():
     """``(file, line, None, None)`` of the user's frame (see ``user_frame``), or None.
 
     Used for nodes made from the Python API, so that a user of
     ``autodsl.tensor(...) * w`` sees their own file and line in traces and errors.
     (``user_frame``'s walk written out: this runs for every node made from Python.)
     """
-    try:
-        f = _getframe(depth + 1)
-    except ValueError:
-        return None
+    f = _getframe(1)
     ours = _OURS
     while f is not None:
         name = f.f_code.co_filename
@@ -68,9 +66,20 @@ def caller_pos(depth: int = 1):
     return pos
 
 
-def caller_line(depth: int = 1):
+def warn_user(message, category=UserWarning) -> None:
+    """``warnings.warn`` pointed at the user's frame: the stack level counted by the same walk,
+    so it is right however many of autodsl's Python frames (and compiled calls) are between."""
+    f = _getframe(1)
+    level = 2
+    while f is not None and f.f_code.co_filename.startswith(_OURS):
+        f = f.f_back
+        level += 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+def caller_line():
     """``(file, line, source line)`` of the user's frame, or None (errors from Python calls)."""
-    f = user_frame(depth + 1)
+    f = user_frame()
     if f is None:
         return None
     name, line = f.f_code.co_filename, f.f_lineno
@@ -79,7 +88,7 @@ def caller_line(depth: int = 1):
 
 def current_pos():
     """The language's position of the expression being evaluated, else the Python caller's."""
-    return current().pos or caller_pos(2)
+    return current().pos or caller_pos()
 
 
 class _SourcePos:

@@ -35,7 +35,7 @@ from autodsl.errors import AutogradError, TypeError_, ValueError_
 from autodsl.textfmt import format_number
 from autodsl.context import current
 from autodsl.names import names_of
-from autodsl.source import SOURCE_POS, caller_pos, format_pos, pos_text
+from autodsl.source import SOURCE_POS, caller_pos, format_pos, pos_text, warn_user
 from autodsl.core.observer import PassObserver
 from autodsl.core.rules import input_value, output_value
 
@@ -287,7 +287,7 @@ def _emit(st: _State, key, report: AnomalyReport, error_class) -> None:
     if pos and pos[2] is None and pos[0]:       # a Python caller: point the warning at its line
         warnings.warn_explicit(w, AnomalyWarning, pos[0], pos[1])
     else:
-        warnings.warn(w, stacklevel=4)
+        warn_user(w, AnomalyWarning)
 
 
 def check_forward(op_name: str, inputs, out, node=None) -> None:

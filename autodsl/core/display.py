@@ -6,7 +6,7 @@ large ones summarized, and ``requires_grad``/``grad_fn`` shown as PyTorch does.
 """
 from __future__ import annotations
 
-import types
+import inspect
 
 import numpy as np
 
@@ -33,6 +33,6 @@ def format_value(v, style: str = "dsl") -> str:
         return f"({inner},)" if len(v) == 1 else f"({inner})"
     if isinstance(v, list):
         return "[" + ", ".join(format_value(x, style) for x in v) + "]"
-    if isinstance(v, (types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
+    if inspect.isroutine(v):     # (a compiled function is a routine, not a FunctionType)
         return f"<built-in function {v.__name__.rstrip('_')}>"
     return str(v)

@@ -13,13 +13,12 @@ the ops.
 from __future__ import annotations
 
 import sys
-import warnings
 
 import autodsl.backend as backend
 from autodsl.core.engine import GraphTask
 from autodsl.core.journal import record_grad
 from autodsl.core.node import AccumulateGrad
-from autodsl.source import SOURCE_POS, caller_pos
+from autodsl.source import SOURCE_POS, caller_pos, warn_user
 from autodsl.names import register_tensor_type
 from autodsl.errors import AutogradError, DeviceError, IndexError_, DTypeError, ShapeError, TypeError_, ValueError_
 from autodsl.textfmt import format_tensor_parts
@@ -184,9 +183,8 @@ class Tensor:
         gives None, as in PyTorch.
         """
         if self.grad_fn is not None and not self._retains_grad and self._grad is None:
-            warnings.warn(
-                "the .grad of a non-leaf tensor is not kept by backward, so it is none; "
-                "call retain_grad() on it before backward if you want it", UserWarning, stacklevel=2)
+            warn_user("the .grad of a non-leaf tensor is not kept by backward, so it is none; "
+                      "call retain_grad() on it before backward if you want it")
         return self._grad
 
     @grad.setter
@@ -230,8 +228,8 @@ class Tensor:
             # those 3 and its own argument) and whose array nothing else holds or views
             # becomes .grad as it is, as PyTorch's AccumulateGrad does; anything else (the
             # caller's seed, a gradient a hook or the trace kept, one sent to two leaves) is copied.
-            if (g.grad_fn is None and g._base is None and sys.getrefcount(g) <= 4
-                    and backend.unshared(g._data, 2)):
+            if (g.grad_fn is None and g._base is None and sys.getrefcount(g) <= _STEAL_REFS[0]
+                    and backend.unshared(g._data, _STEAL_REFS[1])):
                 return Tensor(g._data, _device=g.device), None
             return Tensor(backend.copy(g._data), _device=g.device), None
         if not backend.writeable(old._data):
@@ -557,3 +555,8 @@ def as_tensor(value, like: Tensor | None = None) -> Tensor:
     else:
         raise TypeError_(f"expected a tensor or a number, got {type(value).__name__}")
     return Tensor(backend.asarray(value, dt, device), _device=device)
+
+
+# Note [stealing a gradient], compiled: Cython's code holds one reference fewer on the tensor
+# and one more on its array than the interpreter's frames do.
+_STEAL_REFS = (4, 2) if type(Tensor._grad_update).__name__ == "function" else (3, 3)

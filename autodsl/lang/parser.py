@@ -488,7 +488,7 @@ def _translate(e: UnexpectedInput, src: A.Source) -> ParseError:
         return _err("`**` is not an operator: use `^` for powers (`x^2`)", src, prev.line, prev.column,
                     tok.end_column)
     if tok.type == "COMP_OP" and "COMP_OP" not in expected and _comparison_before(before):
-        return _err(f"comparisons do not chain: write `(a < b) and (b < c)` instead of `a < b < c`",
+        return _err("comparisons do not chain: write `(a < b) and (b < c)` instead of `a < b < c`",
                     src, line, col, tok.end_column)
     if tok.type == "_NL" and "LBRACE" in expected:
         return _err("expected `{` on the same line to open the block", src, line, col)

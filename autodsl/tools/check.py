@@ -25,7 +25,6 @@ Criterion (PyTorch's, elementwise): ``|analytic - numeric| <= atol + rtol * |num
 from __future__ import annotations
 
 import inspect
-import warnings
 
 import numpy as np
 
@@ -35,6 +34,7 @@ from autodsl.core.trace import tracing
 from autodsl.core.watch import quiet
 from autodsl.names import caller_namespace
 from autodsl.ops.creation import zeros_like
+from autodsl.source import warn_user
 from autodsl.errors import AutogradError, DTypeError, TypeError_, ValueError_
 from autodsl.core.autograd import grad
 from autodsl.context import current
@@ -444,12 +444,11 @@ def check(f, inputs, eps=None, atol=None, rtol=None, names=None):
             narrow = [label[i] for i, t in enumerate(inputs) if t.dtype.name != "float64"]
             if narrow:
                 dtype = next(t.dtype.name for t in inputs if t.dtype.name != "float64")
-                warnings.warn(
+                warn_user(
                     f"check(): {', '.join(narrow)} {'is' if len(narrow) == 1 else 'are'} {dtype}, so the "
                     f"numeric gradient is computed in {dtype}, with looser defaults (eps=1e-3, atol=1e-3, "
                     "rtol=1e-2); make the inputs float64 for a strict check, or give "
-                    f"{fname} one parameter per input (it then runs on float64 copies)",
-                    UserWarning, stacklevel=2)
+                    f"{fname} one parameter per input (it then runs on float64 copies)")
             else:
                 dtype = "float64"
         loose = dtype != "float64"

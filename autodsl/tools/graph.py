@@ -19,14 +19,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import warnings
 from pathlib import Path
 
 import numpy as np
 
 import autodsl.backend as backend
 from autodsl.core.node import AccumulateGrad
-from autodsl.source import format_pos, pos_text
+from autodsl.source import format_pos, pos_text, warn_user
 from autodsl.core.trace import leaf_label, node_labels, walk
 from autodsl.context import current
 from autodsl.names import name_maps, user_names
@@ -428,8 +427,8 @@ def dot(x, file=None, names=None) -> str:
     _write(dot_path, text)
     exe = shutil.which("dot")
     if exe is None:
-        warnings.warn(f"Graphviz's dot program was not found, so {path} was not drawn; the graph is in "
-                      f"{dot_path}. To draw it, {_INSTALL_HINT}", UserWarning, stacklevel=2)
+        warn_user(f"Graphviz's dot program was not found, so {path} was not drawn; the graph is in "
+                  f"{dot_path}. To draw it, {_INSTALL_HINT}")
         return str(dot_path)
     # Draw into a temporary file next to the target and rename it at the end, so an
     # interrupted or failed run never leaves a half-written picture.
