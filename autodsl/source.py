@@ -39,14 +39,17 @@ def user_frame():
 _POSITIONS: dict = {}
 
 
-def caller_pos():
+def caller_pos(start: int = 1):
     """``(file, line, None, None)`` of the user's frame (see ``user_frame``), or None.
 
     Used for nodes made from the Python API, so that a user of
     ``autodsl.tensor(...) * w`` sees their own file and line in traces and errors.
     (``user_frame``'s walk written out: this runs for every node made from Python.)
+    ``start``: how many frames up the walk may begin, when the caller knows that the frames
+    below are all autodsl's (``sys._getframe(n)`` makes no frame objects on the way; each
+    step of the walk does).
     """
-    f = _getframe(1)
+    f = _getframe(start)
     ours = _OURS
     while f is not None:
         name = f.f_code.co_filename

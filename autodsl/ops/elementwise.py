@@ -10,6 +10,7 @@ import autodsl.backend as backend
 from autodsl.backend import kind_of, namespace_of
 from autodsl.errors import DTypeError, ValueError_
 from autodsl.core.tensor import Tensor
+from autodsl.core.node import SavedTensor
 from autodsl.ops.formula import TENSORS
 from autodsl.ops.registry import Op, apply, defop
 from autodsl.errors import TypeError_
@@ -61,8 +62,8 @@ class Mul(Op):
     def forward(self, a, b):
         if self._record:        # torch: keep y only for x's gradient and x only for y's
             x, y = self.inputs
-            na, nb = self.needs_input_grad
-            self.save_for_backward(x if nb else None, y if na else None)
+            ea, eb = self.next_edges
+            self._saved = (None if eb is None else SavedTensor(x), None if ea is None else SavedTensor(y))
         try:
             return a * b
         except TypeError:               # torch: bool * bool is "and"; the standard has no bool *
@@ -283,8 +284,7 @@ class Relu(Op):
     save_output = True
 
     def forward(self, a):
-        out = _xp(a).maximum(a, 0)
-        return out if out.dtype == a.dtype else _xp(a).astype(out, a.dtype)   # bool stays bool
+        return _xp(a).maximum(a, backend.zero_of(a))     # a zero of a's dtype: bool stays bool
 
     rule = ("grad * (a > 0)",)
 

@@ -135,6 +135,11 @@ def apply(cls, *inputs, **params) -> Tensor:
             _gc_enable()
 
 
+# caller_pos may start its walk above caller_pos, _apply and apply: autodsl's frames all three,
+# when this module runs as Python (compiled, its functions push no frames).
+_FRAMES_TO_CALLER = 3 if type(apply).__name__ == "function" else 1
+
+
 def _apply(cls, inputs, params) -> Tensor:
     tensors = None
     if cls.promote is True and len(inputs) == 2:
@@ -205,7 +210,7 @@ def _apply(cls, inputs, params) -> Tensor:
     node.inputs = None
     if record:
         node.seq_nr = next_seq_nr()
-        node.pos = ctx.pos or caller_pos()
+        node.pos = ctx.pos or caller_pos(_FRAMES_TO_CALLER)
         edges = node.next_edges
         if None in edges:     # graph() shows the value of a scalar constant input (x * 0.5)
             if len(arrays) == 2:
