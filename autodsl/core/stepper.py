@@ -136,7 +136,7 @@ class BackwardStepper:
     # -- showing -----------------------------------------------------------------------------
     def _label_table(self, st):
         table = self._labels
-        for node in [st.node] + [nxt for nxt, _ in st._sends]:
+        for node in [st.node] + [nxt for nxt, _ in st._pairs]:
             if node not in table:       # cannot happen for a graph walked from the roots; be safe
                 table[node] = node.name
         return table

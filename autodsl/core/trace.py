@@ -89,12 +89,12 @@ class Step:
     __slots__ = ("kind", "node", "deps", "_g", "_sends", "leaf", "_after", "_cache", "_hooked",
                  "values")
 
-    def __init__(self, kind, node, deps, g, sends=(), leaf=None):
+    def __init__(self, kind, node, deps, g, outs=(), leaf=None):
         self.kind = kind
         self.node = node
         self.deps = deps
         self._g = g
-        self._sends = sends
+        self._sends = outs          # what the node returned, one entry per edge (see _pairs)
         self.leaf = leaf
         self._after = None      # the leaf's .grad when the pass ended: a host copy, or (tensor, version)
         self._cache = None
@@ -130,10 +130,15 @@ class Step:
         return _snap(self._g)
 
     @property
+    def _pairs(self):
+        """``((next node, gradient tensor or None), ...)`` for the edges that lead somewhere."""
+        return tuple((nxt, og) for nxt, og in zip(self.node.next_edges, self._sends) if nxt is not None)
+
+    @property
     def sends(self):
         """``((next node, host array or None), ...)``: what the node sent along each edge."""
         if self._cache is None:
-            self._cache = tuple((nxt, None if og is None else _snap(og)) for nxt, og in self._sends)
+            self._cache = tuple((nxt, None if og is None else _snap(og)) for nxt, og in self._pairs)
         return self._cache
 
 
@@ -153,8 +158,7 @@ class Recorder(PassObserver):
         self.hooks[node] = before
 
     def step(self, node, g, outs):
-        sends = tuple((nxt, og) for nxt, og in zip(node.next_edges, outs) if nxt is not None)
-        self.steps.append(Step("node", node, self.deps.get(node, 0), g, sends))
+        self.steps.append(Step("node", node, self.deps.get(node, 0), g, outs))
         if self.hooks:
             self.steps[-1]._hooked = self.hooks.pop(node, None)
 

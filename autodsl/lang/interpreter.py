@@ -537,14 +537,15 @@ class Interpreter:
 
     def binop(self, op: str, a, b, pos: tuple):
         a, b = self._operands(op, a, b)
-        tok = None
-        if isinstance(a, Tensor) or isinstance(b, Tensor):
-            tok = SOURCE_POS.set(pos)
+        if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
+            return _BINOPS[op](a, b)
+        ctx = current()             # the op's node remembers where it was written
+        outer = ctx.pos
+        ctx.pos = pos
         try:
             return _BINOPS[op](a, b)
         finally:
-            if tok is not None:
-                SOURCE_POS.reset(tok)
+            ctx.pos = outer
 
     def inplace(self, op: str, current, value, node: A.Node):
         if isinstance(current, Tensor):
