@@ -612,14 +612,16 @@ class Interpreter:
             raise TypeError_(f"{describe(func)} is not a function and cannot be called")
         if getattr(func, "__name__", None) == "register_hook" and isinstance(getattr(func, "__self__", None), Tensor):
             args, kwargs = self._hook_args(args, kwargs, node)
-        tok = self._pos_token(node) if node is not None else None
+        ctx = current()
+        outer = ctx.pos
+        if node is not None:
+            ctx.pos = self._node_pos(node)
         try:
             return func(*args, **kwargs)
         except TypeError as e:
             raise self._call_type_error(func, args, kwargs, node, e) from None
         finally:
-            if tok is not None:
-                SOURCE_POS.reset(tok)
+            ctx.pos = outer
 
     def _func_name(self, func, node) -> str:
         if node is not None and isinstance(node.func, A.Name):
