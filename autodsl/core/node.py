@@ -153,16 +153,12 @@ class Node:
     """
 
     name = "Node"
-    __slots__ = ("next_edges", "seq_nr", "input_shapes", "input_dtypes", "pos", "__weakref__")
-    # Class defaults, so that an op's node (made without __init__) stores them only when they
-    # change: its saved tensors, whether a backward freed them, the retain_grad() outputs.
-    _saved = None
-    _released = False
-    _retained = None
-    # Tensor hooks (``register_hook``), run on the summed gradient before the node uses it:
-    # None, or {handle id: (hook, what it is on)} in registration order. A class default, so that op nodes
-    # (made without __init__) pay nothing until a hook is registered; AccumulateGrad has a slot.
-    _pre_hooks = None
+    # ``_saved``: the saved tensors; ``_released``: a backward freed them; ``_retained``: the
+    # non-leaf outputs that called retain_grad(); ``_pre_hooks``: tensor hooks
+    # (``register_hook``), run on the summed gradient before the node uses it: None, or
+    # {handle id: (hook, what it is on)} in registration order.
+    __slots__ = ("next_edges", "seq_nr", "input_shapes", "input_dtypes", "pos", "_saved", "_released",
+                 "_retained", "_pre_hooks", "__weakref__")
 
     def __init__(self):
         self.next_edges = ()
@@ -173,6 +169,7 @@ class Node:
         self._saved = None
         self._released = False
         self._retained = None   # the non-leaf outputs that called retain_grad()
+        self._pre_hooks = None
 
     # -- saved tensors ---------------------------------------------------------
     def save_for_backward(self, *tensors) -> None:
@@ -349,7 +346,7 @@ class AccumulateGrad(Node):
     """The sink of a leaf that requires grad: the engine adds what reaches it into ``.grad``."""
 
     name = "AccumulateGrad"
-    __slots__ = ("variable", "_pre_hooks", "_saved", "_released", "_retained")
+    __slots__ = ("variable",)
 
     def __init__(self, variable):
         super().__init__()

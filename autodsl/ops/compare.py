@@ -8,6 +8,7 @@ __all__ = ["lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "log
 
 
 class _Compare(Op):
+    __slots__ = ()
     never_differentiable = True
     promote = True
     fn = None
@@ -37,6 +38,7 @@ _OPS = {
 
 class _Test(Op):
     """any/all over dims: bool results, never differentiable."""
+    __slots__ = ()
     never_differentiable = True
     fn = None
 

@@ -27,6 +27,7 @@ __all__ = ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "sin"
 @defop("add")
 class Add(Op):
     """a + b, broadcasting."""
+    __slots__ = ()
     promote = True
     def forward(self, a, b):
         try:
@@ -45,6 +46,7 @@ class Add(Op):
 @defop("sub")
 class Sub(Op):
     """a - b, broadcasting."""
+    __slots__ = ()
     promote = True
     def forward(self, a, b):
         return a - b
@@ -58,6 +60,7 @@ class Sub(Op):
 @defop("mul")
 class Mul(Op):
     """a * b, broadcasting."""
+    __slots__ = ()
     promote = True
     def forward(self, a, b):
         if self._record:        # torch: keep y only for x's gradient and x only for y's
@@ -80,6 +83,7 @@ class Mul(Op):
 @defop("div")
 class Div(Op):
     """a / b (true division), broadcasting; IEEE results at b = 0."""
+    __slots__ = ()
     promote = True
     floating = True
     def forward(self, a, b):
@@ -99,6 +103,7 @@ class Div(Op):
 @defop("neg")
 class Neg(Op):
     """-a."""
+    __slots__ = ()
     def forward(self, a):
         if kind_of(a.dtype) == "b":
             raise DTypeError("cannot negate a bool tensor; use logical_not(x) to flip true and false")
@@ -149,6 +154,7 @@ class Pow(Op):
 @defop("exp")
 class Exp(Op):
     """e^a."""
+    __slots__ = ()
     promote = True
     floating = True
     save_output = True
@@ -165,6 +171,7 @@ class Exp(Op):
 @defop("log")
 class Log(Op):
     """Natural logarithm (log 0 = -inf, log of a negative number = nan)."""
+    __slots__ = ()
     promote = True
     floating = True
     def forward(self, a):
@@ -181,6 +188,7 @@ class Log(Op):
 @defop("sqrt")
 class Sqrt(Op):
     """Square root."""
+    __slots__ = ()
     promote = True
     floating = True
     save_output = True
@@ -198,6 +206,7 @@ class Sqrt(Op):
 @defop("sin")
 class Sin(Op):
     """Sine (radians)."""
+    __slots__ = ()
     promote = True
     floating = True
     def forward(self, a):
@@ -213,6 +222,7 @@ class Sin(Op):
 @defop("cos")
 class Cos(Op):
     """Cosine (radians)."""
+    __slots__ = ()
     promote = True
     floating = True
     def forward(self, a):
@@ -228,6 +238,7 @@ class Cos(Op):
 @defop("tan")
 class Tan(Op):
     """Tangent (radians)."""
+    __slots__ = ()
     promote = True
     floating = True
     save_output = True
@@ -245,6 +256,7 @@ class Tan(Op):
 @defop("tanh")
 class Tanh(Op):
     """Hyperbolic tangent; saturates to ±1 with gradient 0, never nan."""
+    __slots__ = ()
     promote = True
     floating = True
     save_output = True
@@ -262,6 +274,7 @@ class Tanh(Op):
 @defop("sigmoid")
 class Sigmoid(Op):
     """Logistic function 1 / (1 + e^-a), computed without overflow."""
+    __slots__ = ()
     promote = True
     floating = True
     save_output = True
@@ -281,6 +294,7 @@ class Sigmoid(Op):
 @defop("relu")
 class Relu(Op):
     """max(a, 0)."""
+    __slots__ = ()
     save_output = True
 
     def forward(self, a):
@@ -296,6 +310,7 @@ class Relu(Op):
 class ThresholdBackward(Op):
     """g where x > 0, else 0: relu's backward as one op, as PyTorch's threshold_backward
     (a comparison and a where would be three ops per relu in every backward)."""
+    __slots__ = ()
     differentiable = (0,)
 
     def forward(self, g, x):
@@ -323,6 +338,7 @@ def threshold_backward(g, x):
 @defop("abs")
 class Abs(Op):
     """|a|."""
+    __slots__ = ()
     def forward(self, a):
         self.save_for_backward(self.inputs[0])
         return _xp(a).abs(a)
@@ -337,6 +353,7 @@ class Abs(Op):
 @defop("sign")
 class Sign(Op):
     """-1, 0 or 1 by the sign of a; its gradient is 0 everywhere."""
+    __slots__ = ()
     def forward(self, a):
         return _xp(a).sign(a)
 
@@ -376,6 +393,7 @@ class Clamp(Op):
 @defop("clamp_min", public=False)
 class ClampMin(Op):
     """max(a, lo) for a tensor bound lo."""
+    __slots__ = ()
     promote = True
 
     def forward(self, a, lo):
@@ -393,6 +411,7 @@ class ClampMin(Op):
 @defop("clamp_max", public=False)
 class ClampMax(Op):
     """min(a, hi) for a tensor bound hi."""
+    __slots__ = ()
     promote = True
 
     def forward(self, a, hi):
@@ -411,6 +430,7 @@ class ClampMax(Op):
 class Where(Op):
     """Pick a where cond is true, b elsewhere (selects; never blends, so nan in the
     branch not taken does not leak)."""
+    __slots__ = ()
     promote = (1, 2)
     differentiable = (1, 2)
 
@@ -430,6 +450,7 @@ class Where(Op):
 @defop("maximum")
 class Maximum(Op):
     """Elementwise larger of a and b."""
+    __slots__ = ()
     promote = True
     def forward(self, a, b):
         self.save_for_backward(*self.inputs)
@@ -447,6 +468,7 @@ class Maximum(Op):
 @defop("minimum")
 class Minimum(Op):
     """Elementwise smaller of a and b."""
+    __slots__ = ()
     promote = True
     def forward(self, a, b):
         self.save_for_backward(*self.inputs)
@@ -464,6 +486,7 @@ class Minimum(Op):
 @defop("clone")
 class Clone(Op):
     """A copy with its own storage (still in the graph)."""
+    __slots__ = ()
     def forward(self, a):
         return _xp(a).asarray(a, copy=True)    # torch: the clone keeps the memory layout (NumPy: order K)
 

@@ -11,6 +11,7 @@ __all__ = ["matmul"]
 @defop("matmul")
 class Matmul(Op):
     """a @ b: dot product (1-D @ 1-D), matrix-vector, matrix-matrix, batched with broadcasting."""
+    __slots__ = ()
     promote = True
 
     def forward(self, a, b):

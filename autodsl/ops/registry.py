@@ -57,7 +57,17 @@ REGISTRY: dict[str, OpInfo] = {}
 
 
 class Op(Node):
-    """Base class of op nodes (see the module doc)."""
+    """Base class of op nodes (see the module doc).
+
+    An op class that keeps nothing of its own per node declares ``__slots__ = ()``, so its
+    nodes have no ``__dict__`` (a recorded graph is mostly nodes: Note [node memory]); one
+    that keeps parameters (a reduction's dims) stores them as attributes as usual.
+    """
+
+    # ``_record``: this node records (some input needs a gradient); ``inputs``: the input
+    # tensors while forward runs; ``_consts``: scalar constant inputs, ``_out_ref``: a weak
+    # reference to the output and ``_out_scalar``: a 0-d output's array, for graph().
+    __slots__ = ("_record", "inputs", "_consts", "_out_ref", "_out_scalar")
 
     differentiable = None
     view = False
@@ -168,6 +178,8 @@ def _apply(cls, inputs, params) -> Tensor:
                 break
     node._record = record
     node.inputs = tensors
+    node._saved = node._retained = node._pre_hooks = None
+    node._released = False
     if record:      # before forward, so that forward saves only what the needed gradients use
         if len(tensors) == 2 and diff is None:
             a, b = tensors
@@ -220,18 +232,21 @@ def _apply(cls, inputs, params) -> Tensor:
             else:
                 node._consts = tuple(d if e is None and d.ndim == 0 else None for d, e in zip(arrays, edges))
         dt = out_arr.dtype
+        # Note [node memory]: a graph is mostly nodes, and most nodes of a graph have the same
+        # input shapes: one interned tuple serves them all.
         if len(arrays) == 1:             # (the usual arities spelled out: this runs for every op)
             d0 = arrays[0]
-            node.input_shapes = (d0.shape,)
+            shapes = (d0.shape,)
             node.input_dtypes = None if d0.dtype == dt else (d0.dtype,)   # None: all the output's
         elif len(arrays) == 2:
             d0, d1 = arrays
-            node.input_shapes = (d0.shape, d1.shape)
+            shapes = (d0.shape, d1.shape)
             node.input_dtypes = None if d0.dtype == dt and d1.dtype == dt else (d0.dtype, d1.dtype)
         else:
-            node.input_shapes = tuple(d.shape for d in arrays)
+            shapes = tuple(d.shape for d in arrays)
             dts = tuple(d.dtype for d in arrays)
             node.input_dtypes = None if all(d == dt for d in dts) else dts
+        node.input_shapes = _SHAPES.get(shapes) or _intern_shapes(shapes)
         node._out_ref = weakref.ref(out)                   # graph() shows outputs' values
         if out_arr.ndim == 0:
             node._out_scalar = out_arr
@@ -242,6 +257,16 @@ def _apply(cls, inputs, params) -> Tensor:
     if ctx.anomaly is not None or not (record or ctx.in_pass or grad_on and not cls.never_differentiable):
         after_op(cls, tensors, out, node if record else None, grad_on)    # anomaly mode; why()
     return out
+
+
+_SHAPES: dict = {}
+
+
+def _intern_shapes(shapes: tuple) -> tuple:
+    if len(_SHAPES) >= 4096:
+        _SHAPES.clear()
+    _SHAPES[shapes] = shapes
+    return shapes
 
 
 def _translate(cls, tensors, e):
