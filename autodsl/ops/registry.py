@@ -139,124 +139,115 @@ def apply(cls, *inputs, **params) -> Tensor:
     if gc_on:
         _gc_disable()
     try:
-        return _apply(cls, inputs, params)
+        tensors = None
+        if cls.promote is True and len(inputs) == 2:
+            tensors = fast_pair(cls, inputs[0], inputs[1])
+        if tensors is None:
+            tensors = promoted(cls, inputs, to_op) if cls.promote else to_tensors(inputs)
+            device = tensors[0].device if tensors else backend.get_default_device()
+            for t in tensors:
+                if t.device != device:
+                    raise DeviceError(f"{cls.op_name}: tensors on different devices ({device} and {t.device}); "
+                                      "move them to one device with .to(\"cpu\") or .to(\"cuda\")")
+        else:
+            device = tensors[0].device
+        for t in tensors:
+            if t._base is not None and t._base_gen != t._base._gen:
+                t._refresh_view()       # a view made before its base's last in-place op (ops/inplace.py)
+        ctx = current()
+        node = cls.__new__(cls)
+        diff = cls.differentiable
+        record = False
+        grad_on = ctx.grad_enabled
+        if grad_on and not cls.never_differentiable:
+            for i, t in enumerate(tensors):
+                if t._requires_grad and (diff is None or i in diff):
+                    record = True
+                    break
+        node._record = record
+        node.inputs = tensors
+        node._saved = node._retained = node._pre_hooks = None
+        node._released = False
+        if record:      # before forward, so that forward saves only what the needed gradients use
+            if len(tensors) == 2 and diff is None:
+                a, b = tensors
+                node.next_edges = (a._gradient_edge() if a._requires_grad else None,
+                                   b._gradient_edge() if b._requires_grad else None)
+            else:
+                node.next_edges = tuple(
+                    t._gradient_edge() if t._requires_grad and (diff is None or i in diff) else None
+                    for i, t in enumerate(tensors))
+        if len(tensors) == 2:
+            arrays = (tensors[0]._data, tensors[1]._data)
+        elif len(tensors) == 1:
+            arrays = (tensors[0]._data,)
+        else:
+            arrays = [t._data for t in tensors]
+        try:
+            if ctx.ieee_depth:        # inside a Session run or a backward: IEEE results already set
+                out_arr = node.forward(*arrays, **params)
+            else:
+                token = backend.fp_errors_off()
+                try:
+                    out_arr = node.forward(*arrays, **params)
+                finally:
+                    backend.fp_errors_restore(token)
+        except DSLError:
+            raise
+        except (ValueError, IndexError, TypeError) as e:
+            raise _translate(cls, tensors, e) from None
+        # a NumPy scalar becomes a 0-d array; only to() moves data to another device
+        out = Tensor(out_arr) if cls.moves_device else new_tensor(out_arr, device)
+        out_arr = out._data
+        if cls.view and tensors and backend.may_share_memory(out_arr, tensors[0]._data):
+            src = tensors[0]
+            out._version = src._version
+            out._base = src._base if src._base is not None else src
+            # the steps that make this view from its base: replayed when the base gets a new
+            # history (in-place op) and by in-place writes through indexing views (CopySlices)
+            out._view_chain = (() if src._base is None else src._view_chain) + ((cls, params),)
+            out._base_gen = out._base._gen
+        node.inputs = None
+        if record:
+            node.seq_nr = next_seq_nr()
+            node.pos = ctx.pos or caller_pos(_FRAMES_TO_CALLER)
+            edges = node.next_edges
+            if None in edges:     # graph() shows the value of a scalar constant input (x * 0.5)
+                if len(arrays) == 2:
+                    d0, d1 = arrays
+                    node._consts = (d0 if edges[0] is None and d0.ndim == 0 else None,
+                                    d1 if edges[1] is None and d1.ndim == 0 else None)
+                else:
+                    node._consts = tuple(d if e is None and d.ndim == 0 else None for d, e in zip(arrays, edges))
+            dt = out_arr.dtype
+            # Note [node memory]: a graph is mostly nodes, and most nodes of a graph have the same
+            # input shapes: one interned tuple serves them all.
+            if len(arrays) == 1:             # (the usual arities spelled out: this runs for every op)
+                d0 = arrays[0]
+                shapes = (d0.shape,)
+                node.input_dtypes = None if d0.dtype == dt else (d0.dtype,)   # None: all the output's
+            elif len(arrays) == 2:
+                d0, d1 = arrays
+                shapes = (d0.shape, d1.shape)
+                node.input_dtypes = None if d0.dtype == dt and d1.dtype == dt else (d0.dtype, d1.dtype)
+            else:
+                shapes = tuple(d.shape for d in arrays)
+                dts = tuple(d.dtype for d in arrays)
+                node.input_dtypes = None if all(d == dt for d in dts) else dts
+            node.input_shapes = _SHAPES.get(shapes) or _intern_shapes(shapes)
+            node._out_ref = weakref.ref(out)                   # graph() shows outputs' values
+            if out_arr.ndim == 0:
+                node._out_scalar = out_arr
+            if node.save_output:
+                node._saved = (node._saved or ()) + (SavedOutput(out),)
+            out.grad_fn = node
+            out._requires_grad = True
+        if ctx.anomaly is not None or not (record or ctx.in_pass or grad_on and not cls.never_differentiable):
+            after_op(cls, tensors, out, node if record else None, grad_on)    # anomaly mode; why()
+        return out
     finally:
         if gc_on:
             _gc_enable()
-
-
-# caller_pos may start its walk above caller_pos, _apply and apply: autodsl's frames all three,
-# when this module runs as Python (compiled, its functions push no frames).
-_FRAMES_TO_CALLER = 3 if type(apply).__name__ == "function" else 1
-
-
-def _apply(cls, inputs, params) -> Tensor:
-    tensors = None
-    if cls.promote is True and len(inputs) == 2:
-        tensors = fast_pair(cls, inputs[0], inputs[1])
-    if tensors is None:
-        tensors = promoted(cls, inputs, to_op) if cls.promote else to_tensors(inputs)
-        device = tensors[0].device if tensors else backend.get_default_device()
-        for t in tensors:
-            if t.device != device:
-                raise DeviceError(f"{cls.op_name}: tensors on different devices ({device} and {t.device}); "
-                                  "move them to one device with .to(\"cpu\") or .to(\"cuda\")")
-    else:
-        device = tensors[0].device
-    for t in tensors:
-        if t._base is not None and t._base_gen != t._base._gen:
-            t._refresh_view()       # a view made before its base's last in-place op (ops/inplace.py)
-    ctx = current()
-    node = cls.__new__(cls)
-    diff = cls.differentiable
-    record = False
-    grad_on = ctx.grad_enabled
-    if grad_on and not cls.never_differentiable:
-        for i, t in enumerate(tensors):
-            if t._requires_grad and (diff is None or i in diff):
-                record = True
-                break
-    node._record = record
-    node.inputs = tensors
-    node._saved = node._retained = node._pre_hooks = None
-    node._released = False
-    if record:      # before forward, so that forward saves only what the needed gradients use
-        if len(tensors) == 2 and diff is None:
-            a, b = tensors
-            node.next_edges = (a._gradient_edge() if a._requires_grad else None,
-                               b._gradient_edge() if b._requires_grad else None)
-        else:
-            node.next_edges = tuple(
-                t._gradient_edge() if t._requires_grad and (diff is None or i in diff) else None
-                for i, t in enumerate(tensors))
-    if len(tensors) == 2:
-        arrays = (tensors[0]._data, tensors[1]._data)
-    elif len(tensors) == 1:
-        arrays = (tensors[0]._data,)
-    else:
-        arrays = [t._data for t in tensors]
-    try:
-        if ctx.ieee_depth:        # inside a Session run or a backward: IEEE results already set
-            out_arr = node.forward(*arrays, **params)
-        else:
-            token = backend.fp_errors_off()
-            try:
-                out_arr = node.forward(*arrays, **params)
-            finally:
-                backend.fp_errors_restore(token)
-    except DSLError:
-        raise
-    except (ValueError, IndexError, TypeError) as e:
-        raise _translate(cls, tensors, e) from None
-    # a NumPy scalar becomes a 0-d array; only to() moves data to another device
-    out = Tensor(out_arr) if cls.moves_device else new_tensor(out_arr, device)
-    out_arr = out._data
-    if cls.view and tensors and backend.may_share_memory(out_arr, tensors[0]._data):
-        src = tensors[0]
-        out._version = src._version
-        out._base = src._base if src._base is not None else src
-        # the steps that make this view from its base: replayed when the base gets a new
-        # history (in-place op) and by in-place writes through indexing views (CopySlices)
-        out._view_chain = (() if src._base is None else src._view_chain) + ((cls, params),)
-        out._base_gen = out._base._gen
-    node.inputs = None
-    if record:
-        node.seq_nr = next_seq_nr()
-        node.pos = ctx.pos or caller_pos(_FRAMES_TO_CALLER)
-        edges = node.next_edges
-        if None in edges:     # graph() shows the value of a scalar constant input (x * 0.5)
-            if len(arrays) == 2:
-                d0, d1 = arrays
-                node._consts = (d0 if edges[0] is None and d0.ndim == 0 else None,
-                                d1 if edges[1] is None and d1.ndim == 0 else None)
-            else:
-                node._consts = tuple(d if e is None and d.ndim == 0 else None for d, e in zip(arrays, edges))
-        dt = out_arr.dtype
-        # Note [node memory]: a graph is mostly nodes, and most nodes of a graph have the same
-        # input shapes: one interned tuple serves them all.
-        if len(arrays) == 1:             # (the usual arities spelled out: this runs for every op)
-            d0 = arrays[0]
-            shapes = (d0.shape,)
-            node.input_dtypes = None if d0.dtype == dt else (d0.dtype,)   # None: all the output's
-        elif len(arrays) == 2:
-            d0, d1 = arrays
-            shapes = (d0.shape, d1.shape)
-            node.input_dtypes = None if d0.dtype == dt and d1.dtype == dt else (d0.dtype, d1.dtype)
-        else:
-            shapes = tuple(d.shape for d in arrays)
-            dts = tuple(d.dtype for d in arrays)
-            node.input_dtypes = None if all(d == dt for d in dts) else dts
-        node.input_shapes = _SHAPES.get(shapes) or _intern_shapes(shapes)
-        node._out_ref = weakref.ref(out)                   # graph() shows outputs' values
-        if out_arr.ndim == 0:
-            node._out_scalar = out_arr
-        if node.save_output:
-            node._saved = (node._saved or ()) + (SavedOutput(out),)
-        out.grad_fn = node
-        out._requires_grad = True
-    if ctx.anomaly is not None or not (record or ctx.in_pass or grad_on and not cls.never_differentiable):
-        after_op(cls, tensors, out, node if record else None, grad_on)    # anomaly mode; why()
-    return out
 
 
 _SHAPES: dict = {}
@@ -267,6 +258,11 @@ def _intern_shapes(shapes: tuple) -> tuple:
         _SHAPES.clear()
     _SHAPES[shapes] = shapes
     return shapes
+
+
+# caller_pos may start its walk above caller_pos and apply, autodsl's frames both, when this
+# module runs as Python (compiled, its functions push no frames).
+_FRAMES_TO_CALLER = 2 if type(apply).__name__ == "function" else 1
 
 
 def _translate(cls, tensors, e):
