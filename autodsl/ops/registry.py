@@ -20,7 +20,7 @@ import weakref
 
 import autodsl.backend as backend
 from autodsl.context import current
-from autodsl.backend import namespace_of
+from autodsl.backend import kind_of, namespace_of
 from autodsl.core import grad_mode
 from autodsl.core.watch import after_op
 from autodsl.core.node import Node, SavedOutput, next_seq_nr
@@ -142,6 +142,9 @@ def apply(cls, *inputs, **params) -> Tensor:
         tensors = None
         if cls.promote is True and len(inputs) == 2:
             tensors = fast_pair(cls, inputs[0], inputs[1])
+        elif len(inputs) == 1 and type(inputs[0]) is Tensor and (
+                not cls.floating or kind_of(inputs[0]._data.dtype) == "f"):
+            tensors = inputs        # one tensor: nothing to promote unless the op needs a float
         if tensors is None:
             tensors = promoted(cls, inputs, to_op) if cls.promote else to_tensors(inputs)
             device = tensors[0].device if tensors else backend.get_default_device()
@@ -173,6 +176,8 @@ def apply(cls, *inputs, **params) -> Tensor:
                 a, b = tensors
                 node.next_edges = (a._gradient_edge() if a._requires_grad else None,
                                    b._gradient_edge() if b._requires_grad else None)
+            elif len(tensors) == 1:
+                node.next_edges = (tensors[0]._gradient_edge(),)       # (it requires grad: record)
             else:
                 node.next_edges = tuple(
                     t._gradient_edge() if t._requires_grad and (diff is None or i in diff) else None
