@@ -430,6 +430,7 @@ add("where", "broadcast", lambda m, c, a, b: m.where(c, a, b), _cond, r(3), r(2,
 add("where", "scalar-branches", lambda m, c, a, b: m.where(c, a, b), np.array([True, False, True]),
     r(), r())
 add("where", "number-other", lambda m, c, a: m.where(c, a, 0.0), _cond, r(2, 3))
+add("where", "scalar", lambda m, c, a, b: m.where(c, a, b), np.array(True), r(), r())
 
 # Elementwise max/min (composites of maximum/minimum).
 for _name in ("max", "min"):
