@@ -1,0 +1,84 @@
+"""The recorded graph stays out of the cyclic collector's way (Note [the cost of an op]): its
+nodes form no reference cycles, so dropping the last tensor frees them by reference counting
+alone, and autodsl never leaves the host program's collector settings changed. The one cycle
+is per leaf, not per node: a leaf that requires grad and its AccumulateGrad refer to each
+other (the leaf keeps its hooks and why()'s records there), so a dropped leaf waits for the
+host's next collection."""
+from __future__ import annotations
+
+import gc
+import weakref
+
+import numpy as np
+
+import autodsl as ad
+
+
+def _graph():
+    x = ad.tensor(np.linspace(-1.0, 1.0, 6), requires_grad=True)
+    w = ad.tensor(0.5, requires_grad=True)
+    y = ad.relu(x * w + 0.1).reshape(2, 3).sum(dim=0)
+    y = ad.exp(ad.sin(y) * ad.cos(y)).mean() + (x[1:4] ** 2).sum()
+    z = y.clone()
+    z += 1.0
+    h = x.register_hook(lambda g: g * 1.0)
+    return x, w, z, h
+
+
+def test_a_graph_is_freed_without_the_collector():
+    gc.collect()
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        x, w, z, h = _graph()
+        z.backward(retain_graph=True)
+        node = weakref.ref(z.grad_fn)
+        del z, h
+        assert node() is None          # gone at once: nothing but references held it
+        x, w, z, h = _graph()
+        ad.grad(z, [x, w], create_graph=True)
+        del z, h
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            gc.collect()
+            found = {type(o).__name__ for o in gc.garbage}
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+        assert not found & {"Mul", "Add", "Relu", "Sum", "Mean", "Exp", "Sin", "Cos", "GetItem",
+                            "Reshape", "Pow", "Clone"}      # the graph's nodes: no cycles
+        x_acc = weakref.ref(x._accumulate_node())
+        del x, w
+        gc.collect()
+        assert x_acc() is None          # a dropped leaf's pair goes at the next collection
+    finally:
+        if was:
+            gc.enable()
+
+
+def test_a_session_graph_is_freed_without_the_collector():
+    s = ad.Session(echo=False)
+    s.run("w = tensor([1.0, -2.0], requires_grad=true)\nloss = (relu(w) * 3).sum()\nloss.backward()\n")
+    gc.collect()
+    node = weakref.ref(s["loss"].grad_fn)
+    s.run("loss = none")
+    assert node() is not None          # the session keeps its last trace, which shows the graph
+    s.run("v = tensor(1.0, requires_grad=true)\n(v * 2).backward()\n")
+    assert node() is None              # the next backward's trace replaced it: freed at once
+
+
+def test_the_host_programs_collector_settings_are_left_alone():
+    before = (gc.isenabled(), gc.get_threshold())
+    x, w, z, h = _graph()
+    z.backward()
+    ad.grad(ad.sin(x).sum(), [x])
+    s = ad.Session(echo=False)
+    s.run("a = tensor(2.0, requires_grad=true)\nb = a * a\nb.backward()\n")
+    assert (gc.isenabled(), gc.get_threshold()) == before
+    gc.disable()
+    try:
+        (x * 2).sum().backward()
+        s.run("c = a * 3")
+        assert not gc.isenabled()      # off stays off
+    finally:
+        gc.enable() if before[0] else None
