@@ -302,3 +302,18 @@ def test_broadcast_gradient_reduced_to_input_shape():
     assert a.grad.shape == (2, 1) and b.grad.shape == (3,)
     np.testing.assert_array_equal(a.grad.numpy(), [[6.0], [6.0]])
     np.testing.assert_array_equal(b.grad.numpy(), [3.0, 3.0, 3.0])
+
+
+def test_an_ops_output_starts_as_a_made_tensor_does():
+    """new_tensor (an op's output, made without Tensor.__init__) sets every slot as __init__ does."""
+    import numpy as np
+    from autodsl.core.tensor import Tensor, new_tensor
+    a = np.asarray([1.0, 2.0])
+    made, fast = Tensor(a, _device="cpu"), new_tensor(a, "cpu")
+    for slot in Tensor.__slots__:
+        if slot == "__weakref__":
+            continue
+        mv, fv = getattr(made, slot), getattr(fast, slot)
+        assert (mv is fv) or (mv == fv), slot
+    assert made._version is not fast._version        # each its own counter
+    assert type(new_tensor(np.float64(2.0), "cpu")._data) is np.ndarray    # scalars become 0-d arrays
