@@ -12,13 +12,16 @@ module-level mutable state of the package besides tables filled once at import.
 Lower layers read ``current()``; nothing here imports the rest of the package,
 so every layer can.
 
-Threads: a new thread starts with ``DEFAULT`` as its context. Give each thread
-that runs autodsl code its own ``Session`` (one session per thread); threads
-that use the Python API directly share ``DEFAULT``, and with it grad mode and
-the default dtype.
+Threads: as in PyTorch, grad mode and the rest of a run's state are per thread.
+The first thread's Python API uses ``DEFAULT``; every other thread gets a context
+of its own the first time it asks (``current()``). The default dtype and device
+are the process's, as PyTorch's are: a thread's context reads and sets them on
+``DEFAULT``. A ``Session`` has its own context and its own defaults; use one
+session per thread.
 """
 from __future__ import annotations
 
+import threading
 from contextvars import ContextVar
 
 __all__ = ["RunContext", "DEFAULT", "current", "use", "scoped"]
@@ -46,13 +49,15 @@ class RunContext:
     * ``loop_progress`` (None): the language's progress callback for long loops.
     * ``language`` (0): > 0 while the language runs, so errors take the script's
       position instead of a Python caller's.
-    * ``default_dtype`` (None: float64), ``default_device`` ("cpu").
+    * ``default_dtype`` (None: float64), ``default_device`` ("cpu"; None: ``DEFAULT``'s).
+    * ``owns_defaults`` (True): the dtype and device above are this context's own (``DEFAULT``'s
+      and a Session's); a thread's context uses ``DEFAULT``'s instead.
     """
 
     __slots__ = ("grad_enabled", "pos", "ieee_depth", "in_pass", "quiet", "anomaly", "journal",
                  "names", "files_allowed", "trace_enabled", "trace_sink", "trace_printer",
                  "last_trace", "last_backward", "breaks", "loop_progress", "language", "default_dtype",
-                 "default_device")
+                 "default_device", "owns_defaults")
 
     def __init__(self, **fields):
         self.grad_enabled = True
@@ -74,6 +79,7 @@ class RunContext:
         self.language = 0
         self.default_dtype = None
         self.default_device = "cpu"
+        self.owns_defaults = True
         for k, v in fields.items():
             setattr(self, k, v)
 
@@ -82,9 +88,25 @@ class RunContext:
 
 
 DEFAULT = RunContext()
-_current: ContextVar[RunContext] = ContextVar("autodsl_run_context", default=DEFAULT)
+_current: ContextVar[RunContext | None] = ContextVar("autodsl_run_context", default=None)
+_get = _current.get
+_MAIN = threading.main_thread()
 
-current = _current.get
+
+def current() -> RunContext:
+    """The run context of this thread (or of the Session whose code is running)."""
+    ctx = _get()
+    if ctx is None:
+        ctx = _thread_context()
+    return ctx
+
+
+def _thread_context() -> RunContext:
+    # The main thread's Python API runs on DEFAULT; another thread gets its own context,
+    # once, sharing DEFAULT's dtype and device as PyTorch's threads share its defaults.
+    ctx = DEFAULT if threading.current_thread() is _MAIN else RunContext(owns_defaults=False, default_device=None)
+    _current.set(ctx)
+    return ctx
 
 
 class use:
@@ -114,7 +136,7 @@ class scoped:
         self.fields = fields
 
     def __enter__(self) -> RunContext:
-        ctx = self._ctx = _current.get()
+        ctx = self._ctx = current()
         self._old = {k: getattr(ctx, k) for k in self.fields}
         for k, v in self.fields.items():
             setattr(ctx, k, v)

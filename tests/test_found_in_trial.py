@@ -62,9 +62,6 @@ def test_sessions_in_two_threads_restore_the_warning_handler():
         warnings.filters[:] = original_filters
 
 
-@pytest.mark.xfail(strict=True, reason="grad mode lives in the shared context.DEFAULT, and "
-                   "Session.context() copies it from there: another thread's no_grad reaches a "
-                   "session of its own (PyTorch's grad mode is thread-local)")
 def test_no_grad_in_one_thread_does_not_reach_a_session_in_another():
     entered, done = threading.Event(), threading.Event()
 
@@ -85,9 +82,6 @@ def test_no_grad_in_one_thread_does_not_reach_a_session_in_another():
     assert recorded is True
 
 
-@pytest.mark.xfail(strict=True, reason="the IEEE scope depth (RunContext.ieee_depth) is shared "
-                   "through context.DEFAULT, but NumPy's error state is per thread: while one "
-                   "thread's backward runs, another thread's ops skip their own scope")
 def test_a_backward_in_one_thread_does_not_make_numpy_warn_in_another():
     inside, release = threading.Event(), threading.Event()
     x = ad.tensor(1.0, requires_grad=True)
@@ -122,9 +116,6 @@ def test_print_end_none_is_the_default_newline():
 
 # -- what why() explains ----------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="jacobian/hessian/vjp run their passes as user backwards: "
-                   "they become the last backward that why() explains (check and gradcheck "
-                   "do not)")
 def test_jacobian_does_not_replace_the_last_backward():
     s = ad.Session(echo=False)
     s.run("w = tensor([1.0, -2.0], requires_grad=true)\nloss = relu(w).sum()\nloss.backward()")

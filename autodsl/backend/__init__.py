@@ -293,6 +293,11 @@ def get_default_dtype() -> DType:
     return current().default_dtype or DEFAULT.default_dtype or float64
 
 
+def _defaults_holder():
+    ctx = current()
+    return ctx if ctx.owns_defaults else DEFAULT
+
+
 def _floating(dtype) -> DType:
     d = as_dtype(dtype)
     if not d.is_floating:
@@ -306,17 +311,17 @@ def set_default_dtype(dtype) -> None:
 
     Raises DTypeError for a non-floating dtype.
     """
-    current().default_dtype = _floating(dtype)
+    _defaults_holder().default_dtype = _floating(dtype)
 
 
 def get_default_device() -> str:
     """The device new tensors go to when none is given ("cpu" unless set)."""
-    return current().default_device
+    return current().default_device or DEFAULT.default_device
 
 
 def set_default_device(device) -> None:
     """Set the default device ("cpu" or "cuda"); raises DeviceError if it is unavailable."""
-    current().default_device = check_device(device)
+    _defaults_holder().default_device = check_device(device)
 
 
 @contextlib.contextmanager

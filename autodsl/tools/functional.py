@@ -29,7 +29,9 @@ this module only arranges reverse passes (``autodsl.core.autograd.grad``) the wa
 """
 from __future__ import annotations
 
+from autodsl.context import scoped
 from autodsl.core.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
+from autodsl.core.watch import quiet
 from autodsl.ops.creation import zeros, zeros_like
 from autodsl.errors import AutogradError, ShapeError, TypeError_, ValueError_
 from autodsl.core.autograd import grad
@@ -151,8 +153,11 @@ def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retai
             gos.append(go)
     if not outs:
         return (None,) * len(inputs)
-    return tuple(grad(outs, list(inputs), grad_outputs=gos, retain_graph=retain_graph,
-                      create_graph=create_graph, allow_unused=True))
+    # the passes are this function's own, as check()'s are: they print no trace and do not
+    # become the last backward that why() explains
+    with quiet(), scoped(trace_enabled=False, trace_sink=None):
+        return tuple(grad(outs, list(inputs), grad_outputs=gos, retain_graph=retain_graph,
+                          create_graph=create_graph, allow_unused=True))
 
 
 _ZERO_MESSAGES = {
