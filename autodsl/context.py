@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 from contextvars import ContextVar
 
-__all__ = ["RunContext", "DEFAULT", "current", "use", "scoped"]
+__all__ = ["RunContext", "DEFAULT", "current", "current_or_none", "use", "scoped"]
 
 
 class RunContext:
@@ -89,7 +89,7 @@ class RunContext:
 
 DEFAULT = RunContext()
 _current: ContextVar[RunContext | None] = ContextVar("autodsl_run_context", default=None)
-_get = _current.get
+_get = current_or_none = _current.get    # hot paths: ``current_or_none() or current()``
 _MAIN = threading.main_thread()
 
 

@@ -19,7 +19,7 @@ import gc
 import weakref
 
 import autodsl.backend as backend
-from autodsl.context import current
+from autodsl.context import current, current_or_none
 from autodsl.backend import kind_of, namespace_of
 from autodsl.core import grad_mode
 from autodsl.core.watch import after_op
@@ -100,7 +100,7 @@ class Op(Node):
     def apply(self, g):
         if self.formula is None:
             return self.backward(g)
-        if current().grad_enabled:          # create_graph: record the formula's ops
+        if (current_or_none() or current()).grad_enabled:      # create_graph: record the formula's ops
             return self.formula(TENSORS, g, *self.saved_tensors)
         data = g._data
         outs = self.formula(ARRAYS, data, *self.saved_arrays) if self._saved is not None or self._released \
@@ -157,7 +157,7 @@ def apply(cls, *inputs, **params) -> Tensor:
         for t in tensors:
             if t._base is not None and t._base_gen != t._base._gen:
                 t._refresh_view()       # a view made before its base's last in-place op (ops/inplace.py)
-        ctx = current()
+        ctx = current_or_none() or current()
         node = cls.__new__(cls)
         diff = cls.differentiable
         record = False
