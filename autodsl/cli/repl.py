@@ -8,7 +8,7 @@ Two halves, so that the logic is testable without a terminal:
   caret, an internal fault is one line, and Ctrl-C during a statement rolls
   back, so variables and every ``.grad`` are as they were before that input.
 - ``main`` builds one ``PromptSession`` from small collaborators: persistent
-  history (Ctrl-R searches it), the completer (``repl_complete``), the
+  history (Ctrl-R searches it), the completer (``cli/complete.py``), the
   Pygments lexer (``lexer``), a validator that shows a syntax error at its
   column before anything runs, and key bindings where Enter runs the input
   when it parses as complete and opens a continuation line otherwise.
