@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import functools
 import os
 
 import array_api_compat
@@ -46,7 +45,7 @@ __all__ = [
     "set_default_device", "defaults", "xp", "check_device", "to_host", "seed",
     "is_floating", "namespace_of", "dtype_of", "device_of", "asarray", "may_share_memory",
     "scatter_add", "native_dtype", "kind_of", "copy", "ufunc_inplace", "unshared", "where", "zero_of", "writeable", "contiguous", "getitem",
-    "setitem", "random_uniform", "random_normal", "ignore_fp_errors", "fp_errors_off", "fp_errors_restore", "broadcast_shapes",
+    "setitem", "random_uniform", "random_normal", "fp_errors_off", "fp_errors_restore", "broadcast_shapes",
     "use_namespace", "namespace_name", "SCALAR_TYPES", "HOST_BOOL", "HOST_INT", "HOST_FLOAT",
     "is_host_array", "scalar_array", "NAMESPACES",
 ]
@@ -639,28 +638,12 @@ except (ImportError, AttributeError):      # another NumPy layout: the public co
     _np_errstate_var = None
 
 
-class _IgnoreFPErrors:
-    __slots__ = ("_token",)
-
-    def __enter__(self):
-        self._token = _np_errstate_var.set(_IGNORE_ALL)
-        return self
-
-    def __exit__(self, *exc):
-        _np_errstate_var.reset(self._token)
-        return False
-
-
-ignore_fp_errors = _IgnoreFPErrors if _np_errstate_var is not None else \
-    functools.partial(np.errstate, all="ignore")
-
-
 def fp_errors_off():
-    """Start ignoring FP errors without a context manager object (an op's hot path); give
-    what it returns to ``fp_errors_restore`` on every exit path."""
+    """Start ignoring FP errors (no context manager object: an op's hot path uses it, and so
+    does ``core.quiet.ieee``); give what it returns to ``fp_errors_restore`` on every exit path."""
     if _np_errstate_var is not None:
         return _np_errstate_var.set(_IGNORE_ALL)
-    err = ignore_fp_errors()
+    err = np.errstate(all="ignore")
     err.__enter__()
     return err
 

@@ -351,7 +351,6 @@ class AccumulateGrad(Node):
     def __init__(self, variable):
         super().__init__()
         self.variable = variable
-        self._pre_hooks = None
         self.pos = None
         self.input_shapes = (tuple(variable.shape),)
         self.input_dtypes = (variable._data.dtype,)
