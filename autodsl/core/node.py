@@ -249,6 +249,12 @@ class Node:
     def apply(self, grad):  # pragma: no cover - every subclass overrides it
         raise NotImplementedError
 
+    def rerun(self, inputs: tuple):
+        """The forward of this node again on ``inputs`` (Tensors), for a replay of the graph.
+        Raises AutogradError: a node that is not an op's (a custom one) cannot run again."""
+        raise AutogradError(f"{self.name} cannot be evaluated again (it is not one of autodsl's ops); "
+                            "call the function that computes the tensor instead")
+
     # -- hooks (Note [tensor hooks]) ---------------------------------------------------
     def register_prehook(self, hook, what: str | None = None) -> "RemovableHandle":
         """Call ``hook(grad)`` on the gradient summed for this node, before the node uses it.

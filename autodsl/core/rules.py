@@ -93,7 +93,7 @@ def operand_names(node, names=None, labels=None) -> list:
         label = None
         if nxt is None:
             c = consts[i] if consts is not None and i < len(consts) else None
-            label = None if c is None else _number(_host_scalar(c))
+            label = None if c is None or c.ndim != 0 else _number(_host_scalar(c))
         elif isinstance(nxt, AccumulateGrad):
             label = names.get(id(nxt.variable))
         else:

@@ -65,9 +65,11 @@ class Op(Node):
     """
 
     # ``_record``: this node records (some input needs a gradient); ``inputs``: the input
-    # tensors while forward runs; ``_consts``: scalar constant inputs, ``_out_ref``: a weak
+    # tensors while forward runs; ``_consts``: the arrays of the inputs no edge supplies (None
+    # where an edge does), ``_params``: the op's keyword parameters (None: none), which with the
+    # edges are what re-running the forward needs (``rerun``, core/replay.py); ``_out_ref``: a weak
     # reference to the output and ``_out_scalar``: a 0-d output's array, for graph().
-    __slots__ = ("_record", "inputs", "_consts", "_out_ref", "_out_scalar")
+    __slots__ = ("_record", "inputs", "_consts", "_params", "_out_ref", "_out_scalar")
 
     differentiable = None
     view = False
@@ -88,6 +90,12 @@ class Op(Node):
 
     def forward(self, *arrays, **params):  # pragma: no cover
         raise NotImplementedError
+
+    def rerun(self, inputs: tuple) -> Tensor:
+        """This node's op again, on ``inputs`` (one Tensor per input, in the recorded order)
+        and the recorded parameters: what a replay of the graph evaluates (core/replay.py)."""
+        params = self._params
+        return apply(type(self), *inputs, **params) if params else apply(type(self), *inputs)
 
     def backward(self, g):  # pragma: no cover
         raise NotImplementedError
@@ -217,13 +225,15 @@ def apply(cls, *inputs, **params) -> Tensor:
             node.seq_nr = next_seq_nr()
             node.pos = ctx.pos or caller_pos(_FRAMES_TO_CALLER)
             edges = node.next_edges
-            if None in edges:     # graph() shows the value of a scalar constant input (x * 0.5)
+            node._params = params or None
+            # the inputs no edge supplies, by reference (not copies): a replay reads them, graph()
+            # shows a scalar one (x * 0.5)
+            if None in edges:
                 if len(arrays) == 2:
                     d0, d1 = arrays
-                    node._consts = (d0 if edges[0] is None and d0.ndim == 0 else None,
-                                    d1 if edges[1] is None and d1.ndim == 0 else None)
+                    node._consts = (d0 if edges[0] is None else None, d1 if edges[1] is None else None)
                 else:
-                    node._consts = tuple(d if e is None and d.ndim == 0 else None for d, e in zip(arrays, edges))
+                    node._consts = tuple(d if e is None else None for d, e in zip(arrays, edges))
             dt = out_arr.dtype
             # Note [node memory]: a graph is mostly nodes, and most nodes of a graph have the same
             # input shapes: one interned tuple serves them all.

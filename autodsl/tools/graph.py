@@ -276,7 +276,7 @@ def _const_value(node, i):
     """The value of a scalar constant input of ``node`` (``x * 0.5`` -> "0.5"), or None."""
     consts = getattr(node, "_consts", None)
     arr = consts[i] if consts is not None and i < len(consts) else None
-    return None if arr is None else format_array(backend.to_host(arr))
+    return None if arr is None or arr.ndim != 0 else format_array(backend.to_host(arr))
 
 
 def _is_last(branch: str) -> bool:
