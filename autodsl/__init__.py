@@ -19,11 +19,13 @@ from autodsl.errors import (AutogradError, DeviceError, DSLError, DTypeError, In
 from autodsl.tools.functional import hessian, hvp, jacobian, jvp, vhp, vjp
 from autodsl.tools.check import check, gradcheck, gradgradcheck
 from autodsl.core.autograd import grad
+from autodsl.core.replay import replay
 from autodsl.tools.graph import dot, graph
 from autodsl.tools.step import step
 from autodsl.tools.explain import explain
 from autodsl.tools.info import info
 from autodsl.tools.why import why
+from autodsl.tools.compiled import compile  # noqa: A004  (torch.compile's name)
 from autodsl.ops import REGISTRY
 from autodsl.ops.compare import all, any, eq, ge, gt, le, logical_and, logical_not, logical_or, lt, ne  # noqa: A004
 from autodsl.ops.elementwise import (abs, add, clamp, clone, cos, div, exp, log, maximum, minimum, mul,  # noqa: A004
@@ -64,12 +66,16 @@ __all__ = [
     # autograd
     "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
     "jacobian", "hessian", "vjp", "jvp", "hvp", "vhp",
+    # the recorded graph, evaluated again
+    "replay",
     # checking a derivative
     "check", "gradcheck", "gradgradcheck",
     # seeing what happens
     "info", "trace", "last_trace", "graph", "dot", "plot", "step", "explain",
     # why a gradient is missing, zero or nan
     "why", "anomaly", "detect_anomaly",
+    # the recorded graph as a program
+    "compile",
     # embedding
     "Session", "REGISTRY",
     # errors

@@ -52,12 +52,13 @@ class RunContext:
     * ``default_dtype`` (None: float64), ``default_device`` ("cpu"; None: ``DEFAULT``'s).
     * ``owns_defaults`` (True): the dtype and device above are this context's own (``DEFAULT``'s
       and a Session's); a thread's context uses ``DEFAULT``'s instead.
+    * ``capture`` (None): while ``compile`` records a call, what records it (``core/capture.py``).
     """
 
     __slots__ = ("grad_enabled", "pos", "ieee_depth", "in_pass", "quiet", "anomaly", "journal",
                  "names", "files_allowed", "trace_enabled", "trace_sink", "trace_printer",
                  "last_trace", "last_backward", "breaks", "loop_progress", "language", "default_dtype",
-                 "default_device", "owns_defaults")
+                 "default_device", "owns_defaults", "capture")
 
     def __init__(self, **fields):
         self.grad_enabled = True
@@ -80,6 +81,7 @@ class RunContext:
         self.default_dtype = None
         self.default_device = "cpu"
         self.owns_defaults = True
+        self.capture = None
         for k, v in fields.items():
             setattr(self, k, v)
 

@@ -53,6 +53,8 @@ class GraphTask:
         self.targets = targets
         self.accumulate = accumulate
         self.recorder = _trace.new_recorder()
+        if current().capture is not None and (create_graph or targets is not None):
+            current().capture.fail("it calls grad() or backward() with create_graph or inputs")
         note_backward(self)         # why() starts from the last backward's roots (core/watch.py)
 
     def _dependencies(self):
@@ -176,6 +178,8 @@ class GraphTask:
         evaluate_function). Returns one gradient per edge, or None for a leaf's sink."""
         obs = self._observers
         if node._pre_hooks:      # register_hook: may replace g (Note [tensor hooks])
+            if current().capture is not None:
+                current().capture.fail("a hook registered with register_hook runs in its backward")
             g = node.run_pre_hooks(g, obs)
         targets = self.targets
         is_acc = type(node) is AccumulateGrad
@@ -218,6 +222,8 @@ class GraphTask:
         create_graph = self.create_graph
         staged = self._staged
         updates = [(t, t._grad_update(g, create_graph)) for t, g in staged.values()]
+        if current().capture is not None:     # compile() is recording: how each .grad changes
+            current().capture.accumulated(staged.values(), updates)
         for t, update in updates:
             t._grad_commit(update)
         if not self.retain_graph:
@@ -230,7 +236,11 @@ class GraphTask:
 def _add(a, b, create_graph):
     if create_graph:
         return a + b
-    return type(a)(a._data + b._data, _device=a.device)
+    out = type(a)(a._data + b._data, _device=a.device)
+    cap = current().capture
+    if cap is not None:         # compile() is recording (core/capture.py)
+        cap.add(a._data, b._data, out._data)
+    return out
 
 
 def _stage(staged, t, g, create_graph):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 
 import autodsl.backend as backend
+from autodsl.context import current
 from autodsl.core.engine import GraphTask
 from autodsl.core.journal import record_grad
 from autodsl.core.node import AccumulateGrad
@@ -136,6 +137,8 @@ class Tensor:
     @requires_grad.setter
     def requires_grad(self, flag) -> None:
         flag = bool(flag)
+        if current().capture is not None and flag != self._requires_grad:
+            current().capture.fail("it changes requires_grad")
         if self.grad_fn is not None:
             if not flag:
                 raise AutogradError(
@@ -185,14 +188,23 @@ class Tensor:
         if self.grad_fn is not None and not self._retains_grad and self._grad is None:
             warn_user("the .grad of a non-leaf tensor is not kept by backward, so it is none; "
                       "call retain_grad() on it before backward if you want it")
-        return self._grad
+        g = self._grad
+        if g is not None:
+            cap = current().capture
+            if cap is not None:         # compile() is recording: the program reads it here too
+                cap.read_grad(self, g)
+        return g
 
     @grad.setter
     def grad(self, value) -> None:
         if value is None:
             record_grad(self)
             self._grad = None
+            if current().capture is not None:
+                current().capture.grad_none(self)
             return
+        if current().capture is not None:
+            current().capture.fail("it sets a .grad to a tensor")
         if not isinstance(value, Tensor):
             raise TypeError_("a gradient must be a tensor or none")
         if value.shape != self.shape:
@@ -210,6 +222,8 @@ class Tensor:
         """Forget the accumulated gradient (sets ``.grad`` to none)."""
         record_grad(self)
         self._grad = None
+        if current().capture is not None:
+            current().capture.grad_none(self)
 
     def _grad_update(self, g: "Tensor", create_graph: bool):
         """AccumulateGrad, first half: what ``.grad`` becomes, computed without changing anything.
@@ -334,7 +348,10 @@ class Tensor:
         if self._data.size != 1:
             raise ValueError_(f"item() needs a tensor with one element, this one has shape {self.shape}; "
                               "reduce it first (e.g. .sum())")
-        return backend.to_host(self._data).reshape(()).item()
+        value = backend.to_host(self._data).reshape(()).item()
+        if current().capture is not None:      # compile() is recording: Python reads a value here
+            current().capture.value(self, value)
+        return value
 
     def tolist(self):
         """The values as (nested) Python lists."""

@@ -110,10 +110,12 @@ class Break:
     and the like); "update" for a no_grad op whose result was written back into
     its own input (``w -= lr * w.grad``: not a loss of gradient). ``op``: the op
     name. ``pos``: where. ``sources``: weak references to the graph nodes of the
-    inputs that required grad; ``out``: to the latest result made at this site.
+    inputs that required grad; ``out``: to the latest result made at this site;
+    ``arrays``: weak references to the arrays of its results that are still alive (a
+    graph may hold them as constants, which a replay cannot recompute: core/replay.py).
     """
 
-    __slots__ = ("kind", "op", "pos", "sources", "out", "serial")
+    __slots__ = ("kind", "op", "pos", "sources", "out", "serial", "arrays")
 
     def __init__(self, kind, op, pos, sources, out):
         self.kind = kind
@@ -122,9 +124,24 @@ class Break:
         self.sources = sources
         self.out = out
         self.serial = next(_serial)
+        self.arrays = []
 
     def source_nodes(self) -> list:
         return [n for n in (r() for r in self.sources) if n is not None]
+
+    def note_array(self, arr) -> None:
+        """Remember (weakly) a result's array; the dead ones go when the list grows."""
+        arrays = self.arrays
+        if len(arrays) >= 8:
+            arrays[:] = [r for r in arrays if r() is not None]
+        try:
+            arrays.append(weakref.ref(arr))
+        except TypeError:       # pragma: no cover - an array type without weak references
+            pass
+
+    def out_arrays(self) -> list:
+        """The arrays of this site's results that are still alive."""
+        return [a for a in (r() for r in self.arrays) if a is not None]
 
     def __repr__(self) -> str:
         return f"Break({self.kind!r}, {self.op!r}, {self.pos!r})"
@@ -186,6 +203,7 @@ def after_op(cls, tensors, out, node, grad_on: bool) -> None:
                 brk = Break(kind, cls.op_name, key[1], [weakref.ref(n) for n in nodes], weakref.ref(out))
                 for src in nodes:
                     _sites_of(src, True)[key] = brk
+            brk.note_array(out._data)
     if current().anomaly is not None:
         _anomaly.check_forward(cls.op_name, tensors, out, node)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import autodsl.backend as backend
 from autodsl.backend import seed
+from autodsl.context import current
 from autodsl.errors import DTypeError, ShapeError, ValueError_
 from autodsl.core import grad_mode
 from autodsl.source import SOURCE_POS, caller_pos
@@ -28,6 +29,9 @@ def _make(fn: str, device: str, dt, *args):
 
 def _finish(arr, device, requires_grad):
     t = Tensor(arr, requires_grad=requires_grad, _device=device)
+    cap = current().capture
+    if cap is not None:     # compile() is recording: the same values on every call
+        cap.const(t._data)
     # (tensors made inside a backward pass, under no_grad, are not worth a frame walk)
     t._pos = SOURCE_POS.get() or (caller_pos() if grad_mode.is_grad_enabled() else None)
     return t
@@ -58,6 +62,8 @@ def tensor(data, requires_grad=False, dtype=None, device=None):
     """
     device = backend.check_device(device)
     if isinstance(data, Tensor):
+        if current().capture is not None:
+            current().capture.fail("it makes a tensor from another tensor's values with tensor()")
         data = data._data
     if hasattr(data, "dtype") and hasattr(data, "shape"):     # a NumPy/CuPy array keeps its dtype
         host = backend.to_host(data)
@@ -110,6 +116,7 @@ def rand(*size, dtype=None, device=None, requires_grad=False):
     device = backend.check_device(device)
     dt = _dtype(dtype)
     _need_float(dt, "rand")
+    _no_capture("rand")
     arr = backend.random_uniform(_size(size), dt, device)
     return _finish(arr, device, requires_grad)
 
@@ -119,8 +126,14 @@ def randn(*size, dtype=None, device=None, requires_grad=False):
     device = backend.check_device(device)
     dt = _dtype(dtype)
     _need_float(dt, "randn")
+    _no_capture("randn")
     arr = backend.random_normal(_size(size), dt, device)
     return _finish(arr, device, requires_grad)
+
+
+def _no_capture(name):
+    if current().capture is not None:
+        current().capture.fail(f"{name}() draws new numbers on every call")
 
 
 def _need_float(dt, name):

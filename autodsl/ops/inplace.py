@@ -54,6 +54,8 @@ def inplace(fn, target: Tensor, *args, what: str = "in-place operation", ufunc: 
                 f"{what} on a reshaped or transposed view of another tensor while recording gradients "
                 "is not supported; write through an index of the tensor itself (x[i] = ...), or "
                 "clone() the view first")
+    if recording and current().capture is not None:
+        current().capture.fail(f"it writes in place while recording gradients ({what})")
     if recording and base is not None:
         return _inplace_on_view(fn, target, base, args, what)
     if recording:
@@ -145,6 +147,8 @@ def _write_ufunc(name: str, target: Tensor, other) -> bool:
     if done:
         target._version[0] += 1
         note_write(target)
+        if current().capture is not None:      # compile() is recording (core/capture.py)
+            current().capture.write_ufunc(name, target, other)
     return done
 
 
@@ -164,6 +168,8 @@ def _write(target: Tensor, out: Tensor, what: str) -> None:
     src = out._data
     if src.dtype != target._data.dtype:      # e.g. int64 into float64: the standard casts explicitly
         src = namespace_of(src).astype(src, target._data.dtype)
+    if current().capture is not None:
+        current().capture.write(target, src)
     try:
         target._data[...] = src
     except ValueError as e:

@@ -107,13 +107,17 @@ class Op(Node):
 
     def apply(self, g):
         if self.formula is None:
-            return self.backward(g)
-        if (current_or_none() or current()).grad_enabled:      # create_graph: record the formula's ops
+            cap = (current_or_none() or current()).capture
+            return self.backward(g) if cap is None else _captured_backward(self, cap, g)
+        ctx = current_or_none() or current()
+        if ctx.grad_enabled:      # create_graph: record the formula's ops
             return self.formula(TENSORS, g, *self.saved_tensors)
         data = g._data
         outs = self.formula(ARRAYS, data, *self.saved_arrays) if self._saved is not None or self._released \
             else self.formula(ARRAYS, data)
         device = g.device
+        if ctx.capture is not None:
+            return _captured_formula(self, ctx.capture, g, outs)
         # g passed through unchanged (add's, sub's first) stays the same Tensor
         if len(outs) == 2:
             a, b = outs
@@ -211,7 +215,7 @@ def apply(cls, *inputs, **params) -> Tensor:
             raise _translate(cls, tensors, e) from None
         # a NumPy scalar becomes a 0-d array; only to() moves data to another device
         out = Tensor(out_arr) if cls.moves_device else new_tensor(out_arr, device)
-        out_arr = out._data
+        raw_out, out_arr = out_arr, out._data
         if cls.view and tensors and backend.may_share_memory(out_arr, tensors[0]._data):
             src = tensors[0]
             out._version = src._version
@@ -259,10 +263,32 @@ def apply(cls, *inputs, **params) -> Tensor:
             out._requires_grad = True
         if ctx.anomaly is not None or not (record or ctx.in_pass or grad_on and not cls.never_differentiable):
             after_op(cls, tensors, out, node if record else None, grad_on)    # anomaly mode; why()
+        if ctx.capture is not None:         # compile() is recording this call (core/capture.py)
+            ctx.capture.op(cls, node, inputs, tensors, params, raw_out, out, record)
         return out
     finally:
         if gc_on:
             _gc_enable()
+
+
+def _captured_formula(node, cap, g, outs):
+    """Op.apply's formula path while compile() records: the same results, and the step."""
+    data, device = g._data, g.device
+    wrapped = tuple(None if o is None else g if o is data else new_tensor(o, device) for o in outs)
+    cap.formula(node, g._data, outs, tuple(None if w is None else w._data for w in wrapped), ARRAYS)
+    return wrapped
+
+
+def _captured_backward(node, cap, g):
+    """A Tensor-level backward while compile() records: its ops become one step."""
+    cap.depth += 1
+    try:
+        outs = node.backward(g)
+    finally:
+        cap.depth -= 1
+    outs = outs if type(outs) is tuple else tuple(outs) if isinstance(outs, list) else (outs,)
+    cap.opaque(node, g, outs)
+    return outs
 
 
 _SHAPES: dict = {}

@@ -1,0 +1,345 @@
+"""A captured call as a program: straight-line Python over arrays, and its listing.
+
+Note [replay]: ``Program(capture, ...)`` turns the steps of ``core/capture.py`` into the
+source of one Python function, one line per step (``v7 = forward(node, v3, v5)``), compiled
+once with ``compile``/``exec``. Calling it runs the same array functions on the same kinds
+of values in the same order as the eager call did, so its results are bit-identical to
+eager autodsl's; what it skips is everything eager autodsl does besides the arithmetic:
+Tensor and node objects, promotion, the engine's bookkeeping. The steps that change state
+outside the program (``.grad``, in-place updates, version counters, the undo journal) call
+the helpers below, which do what eager autodsl does.
+
+A guard inside the program (a value Python branched on, a ``.grad`` it reads) raises
+``GuardFailed`` when it does not hold. When such a guard follows a step that changed state,
+the run is a transaction: everything is put back before the call runs eagerly instead.
+"""
+from __future__ import annotations
+
+import gc
+
+import autodsl.backend as backend
+from autodsl.context import current
+from autodsl.core.journal import record_grad, record_values, transaction
+from autodsl.core.node import SavedOutput
+from autodsl.core.tensor import Tensor, new_tensor
+from autodsl.core.watch import note_write
+from autodsl.source import format_pos
+
+__all__ = ["Program", "GuardFailed"]
+
+_EFFECTS = frozenset({"acc", "grad_none", "ufunc", "write"})
+_GUARDS = frozenset({"guard", "read_grad"})
+
+
+class GuardFailed(Exception):
+    """A guard inside the program did not hold (``args[0]``: what)."""
+
+
+class Program:
+    """The replayable form of one captured call.
+
+    ``capture``: the Capture of the eager call; ``arg_slots``: {path: slot} of the tensor
+    arguments; ``result``: the returned value with each tensor replaced by its slot
+    (``("slot", s, device)``), built by the caller. ``run(args)`` returns the result.
+    """
+
+    def __init__(self, capture, result, name: str = "fn"):
+        self.name = name
+        self.steps = capture.steps
+        self.result = result
+        self.ext = dict(capture.ext)
+        self.formula_ns = capture.formula_ns
+        self.arg_paths = [st[2] for st in self.steps if st[0] == "arg"]
+        self.trace = None
+        kinds = [st[0] for st in self.steps]
+        first_effect = next((i for i, k in enumerate(kinds) if k in _EFFECTS), len(kinds))
+        self.transactional = any(k in _GUARDS for k in kinds[first_effect:])
+        self._fn = self._build()
+
+    # -- code ----------------------------------------------------------------------------
+    def _build(self):
+        env = {"_SC": backend.SCALAR_TYPES, "_s2a": backend.scalar_array, "_GF": GuardFailed,
+               "_opf": _op_recording, "_opb": _backward, "_acc": _accumulate, "_gnone": _grad_none,
+               "_rgrad": _read_grad, "_ufunc": _ufunc, "_write": _write, "_item": _item,
+               "_F": self.formula_ns}
+        lines = ["def _program(A):"]
+        emit = lines.append
+        n_args = 0
+
+        def fix(s):
+            emit(f"    if isinstance(v{s}, _SC): v{s} = _s2a(v{s})")
+
+        for i, st in enumerate(self.steps):
+            k = st[0]
+            if k == "arg":
+                emit(f"    v{st[1]} = A[{n_args}]")
+                n_args += 1
+            elif k == "ext":
+                env[f"T{i}"] = st[2]
+                emit(f"    v{st[1]} = T{i}._data")
+            elif k == "const":
+                env[f"C{i}"] = st[2]
+                emit(f"    v{st[1]} = C{i}")
+            elif k == "op":
+                out, cls, rnode, ins, params, needs_fix, opaque = st[1:8]
+                env[f"N{i}"], env[f"F{i}"] = rnode, cls.forward
+                args = ", ".join(f"v{s}" for s in ins)
+                if opaque:
+                    env[f"P{i}"] = params or {}
+                    emit(f"    v{out} = _opf(N{i}, F{i}, ({args}{',' if len(ins) == 1 else ''}), P{i}, "
+                         f"{st[10]!r})")
+                else:
+                    if params:
+                        env[f"P{i}"] = params
+                    emit(f"    v{out} = F{i}(N{i}{', ' if ins else ''}{args}{', **P' + str(i) if params else ''})")
+                    if needs_fix:
+                        fix(out)
+            elif k == "formula":
+                res, cls, rnode, g, sv, fixes = st[1:7]
+                env[f"N{i}"], env[f"Q{i}"] = rnode, cls.formula
+                saved = "" if sv is None else "".join(", None" if s is None else f", v{s}" for s in sv)
+                emit(f"    _r = Q{i}(N{i}, _F, v{g}{saved})")
+                for j, s in enumerate(res):
+                    if s is not None:
+                        emit(f"    v{s} = _r[{j}]")
+                        if fixes[j]:
+                            fix(s)
+            elif k == "backward":
+                res, rnode, g, device = st[1:5]
+                env[f"N{i}"] = rnode
+                emit(f"    _r = _opb(N{i}, v{g}, {device!r})")
+                for j, s in enumerate(res):
+                    if s is not None:
+                        emit(f"    v{s} = _r[{j}]")
+            elif k == "add":
+                emit(f"    v{st[1]} = v{st[2]} + v{st[3]}")
+                fix(st[1])
+            elif k == "acc":
+                env[f"T{i}"] = st[1]
+                emit(f"    _acc(T{i}, v{st[2]}, {st[3]!r})")
+            elif k == "grad_none":
+                env[f"T{i}"] = st[1]
+                emit(f"    _gnone(T{i})")
+            elif k == "read_grad":
+                env[f"T{i}"] = st[2]
+                emit(f"    v{st[1]} = _rgrad(T{i})")
+            elif k == "ufunc":
+                name, t, s, v, is_slot = st[1:6]
+                env[f"T{i}"] = t
+                if not is_slot:
+                    env[f"K{i}"] = v
+                emit(f"    _ufunc({name!r}, T{i}, v{s}, {f'v{v}' if is_slot else f'K{i}'})")
+            elif k == "write":
+                env[f"T{i}"] = st[1]
+                emit(f"    _write(T{i}, v{st[2]}, v{st[3]})")
+            elif k == "guard":
+                env[f"E{i}"] = st[2]
+                emit(f"    if not (_item(v{st[1]}) == E{i}): raise _GF({i})")
+            else:  # pragma: no cover - every kind above
+                raise AssertionError(k)
+        slots = sorted(_result_slots(self.result))
+        emit(f"    return ({''.join(f'v{s}, ' for s in slots)})")
+        self._result_order = slots
+        source = "\n".join(lines) + "\n"
+        self.source = source
+        exec(compile(source, f"<program of {self.name}>", "exec"), env)   # noqa: S102 - our own code
+        return env["_program"]
+
+    # -- running -----------------------------------------------------------------------
+    def run(self, arg_arrays):
+        """Run the program on the arrays of the tensor arguments (in ``arg_paths`` order);
+        returns the slots of the result by slot. Raises GuardFailed (nothing changed then)."""
+        ctx = current()
+        gc_on = gc.isenabled()
+        if gc_on:
+            gc.disable()
+        token = None if ctx.ieee_depth else backend.fp_errors_off()
+        try:
+            if self.transactional:
+                with transaction() as log:
+                    values = self._fn(arg_arrays)
+                _merge(ctx.journal, log)
+            else:
+                values = self._fn(arg_arrays)
+        finally:
+            if token is not None:
+                backend.fp_errors_restore(token)
+            if gc_on:
+                gc.enable()
+        return dict(zip(self._result_order, values))
+
+    # -- the listing ---------------------------------------------------------------------
+    def listing(self, names=None) -> str:
+        """The program as numbered array operations with where each was written, the values
+        the backward keeps, and the guards (``print(train.program)``)."""
+        names = names or {}
+        ext_name = {s: names.get(id(t)) or f"t{s}" for s, t in self.ext.items()}
+
+        def v(s):
+            return ext_name.get(s, f"v{s}")
+
+        out, saved, n = [], set(), 0
+        for st in self.steps:
+            k = st[0]
+            text = None
+            pos = None
+            if k == "arg":
+                text = f"{v(st[1])} = argument {_path_text(st[2])}"
+            elif k == "ext":
+                continue
+            elif k == "const":
+                text = f"{v(st[1])} = constant {_short(st[2])}"
+            elif k == "op":
+                out_s, cls, _, ins, params = st[1:6]
+                args = ", ".join(v(s) for s in ins)
+                extra = "" if not params else ", " + ", ".join(f"{a}={_short(b)}" for a, b in params.items())
+                text = f"{v(out_s)} = {cls.op_name}({args}{extra})"
+                pos = st[9]
+            elif k in ("formula", "backward"):
+                res = st[1]
+                rnode = st[3] if k == "formula" else st[2]
+                g = st[4] if k == "formula" else st[3]
+                sv = st[5] if k == "formula" else None
+                if sv:
+                    saved.update(s for s in sv if s is not None)
+                lhs = ", ".join("_" if s is None else v(s) for s in res)
+                keep = "" if not sv else "; saved " + ", ".join(v(s) for s in sv if s is not None)
+                text = f"{lhs} = {rnode.name}({v(g)}{keep})"
+                pos = rnode.pos
+            elif k == "add":
+                text = f"{v(st[1])} = {v(st[2])} + {v(st[3])}  (gradients summed)"
+            elif k == "acc":
+                text = f"{names.get(id(st[1])) or 'leaf'}.grad += {v(st[2])}"
+            elif k == "grad_none":
+                text = f"{names.get(id(st[1])) or 'leaf'}.grad = none"
+            elif k == "read_grad":
+                text = f"{v(st[1])} = {names.get(id(st[2])) or 'leaf'}.grad"
+            elif k == "ufunc":
+                op = {"add": "+=", "subtract": "-=", "multiply": "*=", "divide": "/="}.get(st[1], st[1])
+                text = f"{names.get(id(st[2])) or v(st[3])} {op} {v(st[4]) if st[5] else _short(st[4])}  (in place)"
+            elif k == "write":
+                text = f"{names.get(id(st[1])) or v(st[2])}[...] = {v(st[3])}  (in place)"
+            elif k == "guard":
+                text = f"guard: {v(st[1])} is {st[2]!r} (Python branched on it)"
+            n += 1
+            where = format_pos(pos) if pos else ""
+            out.append(f"{n:4}  {text}" + (f"    # {where}" if where else ""))
+        head = [f"program of {self.name}: {n} steps, {len(self.arg_paths)} tensor argument(s), "
+                f"{len(saved)} value(s) saved for the backward"]
+        return "\n".join(head + out)
+
+    def __repr__(self) -> str:
+        return f"<program of {self.name}: {len(self.steps)} steps>"
+
+
+def _result_slots(result):
+    if isinstance(result, tuple) and len(result) == 3 and result[0] == "slot":
+        yield result[1]
+    elif isinstance(result, (list, tuple)):
+        for r in result:
+            yield from _result_slots(r)
+
+
+def _path_text(path) -> str:
+    return "".join(f"[{p!r}]" if not isinstance(p, int) or i else str(p) for i, p in enumerate(path))
+
+
+def _short(x) -> str:
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        if getattr(x, "ndim", 1) == 0:
+            return repr(backend.to_host(x).item())
+        return f"<{x.dtype} array {tuple(x.shape)}>"
+    text = repr(x)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _merge(outer, log) -> None:
+    """A transaction inside a Session's run: its undo entries belong to the run's log too."""
+    if outer is None:
+        return
+    for entry in log:
+        key = ("values" if entry[1] == "values" else "grad", id(entry[0]))
+        if key not in outer.seen:
+            outer.seen.add(key)
+            outer.append(entry)
+
+
+# -- the helpers the program calls (each does what eager autodsl does) -----------------------
+
+def _op_recording(node, forward, arrays, params, device):
+    """An op whose derivative is written on Tensors: its forward on a recording node."""
+    node._record = True
+    node._saved = None
+    node._released = False
+    node.inputs = tuple(Tensor(a) for a in arrays)
+    try:
+        out = forward(node, *arrays, **params)
+    finally:
+        node.inputs = None
+    t = new_tensor(out, device)
+    if node.save_output:
+        node._saved = (node._saved or ()) + (SavedOutput(t),)
+    return t._data
+
+
+def _backward(node, g, device):
+    """That op's backward on Tensors, as the engine runs it (no graph, inside a pass)."""
+    ctx = current()
+    was = ctx.grad_enabled
+    ctx.grad_enabled = False
+    ctx.in_pass += 1
+    try:
+        outs = node.backward(new_tensor(g, device))
+    finally:
+        ctx.grad_enabled = was
+        ctx.in_pass -= 1
+    node._saved = None
+    if type(outs) is not tuple:
+        outs = tuple(outs) if isinstance(outs, list) else (outs,)
+    return tuple(None if o is None else o._data for o in outs)
+
+
+def _accumulate(t, g, steal):
+    """AccumulateGrad: Tensor._grad_update and _grad_commit on arrays."""
+    record_grad(t)
+    old = t._grad
+    if old is None:
+        t._grad = new_tensor(g if steal else backend.copy(g), t.device)
+    elif not backend.writeable(old._data):
+        t._grad = new_tensor(old._data + g, t.device)
+    else:
+        old._data[...] = old._data + g
+        old._version[0] += 1
+
+
+def _grad_none(t):
+    record_grad(t)
+    t._grad = None
+
+
+def _read_grad(t):
+    g = t._grad
+    if g is None:
+        raise GuardFailed("a .grad the program reads is none")
+    return g._data
+
+
+def _ufunc(name, t, arr, value):
+    record_values(t)
+    if arr is not t._data or not backend.ufunc_inplace(name, arr, value):
+        raise GuardFailed("an in-place update no longer fits")
+    t._version[0] += 1
+    note_write(t)
+
+
+def _write(t, arr, src):
+    record_values(t)
+    if src.dtype != arr.dtype:
+        src = backend.namespace_of(src).astype(src, arr.dtype)
+    arr[...] = src
+    t._version[0] += 1
+    note_write(t)
+
+
+def _item(arr):
+    return backend.to_host(arr).reshape(()).item()

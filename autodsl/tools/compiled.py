@@ -1,0 +1,297 @@
+"""``compile(fn)``: a function whose calls replay one captured program of array operations.
+
+The first call runs ``fn`` eagerly and captures what it does (``core/capture.py``): every
+op, the backward the call runs, ``.grad`` accumulation, updates under ``no_grad``. Later
+calls run the program (``core/program.py``) while its guards hold: the same shapes,
+dtypes, devices and ``requires_grad`` of the tensor arguments and of the tensors it reads
+from outside (found again through the same variables), the same other arguments, and the
+same outcome of every branch on a tensor value. A call whose guards fail runs eagerly and
+is captured again, up to ``MAX_CAPTURES`` times; then the function stays eager and says why,
+once. Calls run eagerly while a trace is printed, anomaly mode is on, or another capture
+records (a compiled function called from a compiled one is part of the outer program).
+
+What Python does besides tensor operations (printing, appending to a list) happens during
+the captured call only, as with ``jax.jit``; a function whose result must be recomputed
+from fresh random numbers cannot be compiled (it runs eagerly, and says so).
+"""
+from __future__ import annotations
+
+from autodsl.context import current
+from autodsl.core.capture import Capture, CaptureError
+from autodsl.core.program import GuardFailed, Program
+from autodsl.core.tensor import Tensor
+from autodsl.errors import TypeError_
+from autodsl.source import warn_user
+
+__all__ = ["compile", "CompiledFunction", "MAX_CAPTURES"]
+
+MAX_CAPTURES = 8
+_SIMPLE = (bool, int, float, str, type(None))
+
+
+class CompiledFunction:
+    """What ``compile(fn)`` returns: call it as you would call ``fn``.
+
+    ``program``: the program of the last capture (None before the first call; ``print`` it
+    to read what backprop turned the call into); ``stats``: {"replayed", "eager",
+    "captures"} counts; ``eager_reason``: why calls run eagerly for good, or None.
+    """
+
+    def __init__(self, fn, name: str | None = None):
+        if not callable(fn):
+            raise TypeError_("compile() needs a function, e.g. compile(train_step)")
+        self.fn = fn
+        self.name = name or getattr(fn, "name", None) or getattr(fn, "__name__", "fn")
+        self._programs = []         # (key, program, name guards, meta guards), newest first
+        self.stats = {"replayed": 0, "eager": 0, "captures": 0}
+        self.eager_reason = None
+        self.__doc__ = getattr(fn, "__doc__", None)
+
+    @property
+    def program(self):
+        return self._programs[0][1] if self._programs else None
+
+    def __call__(self, *args, **kwargs):
+        ctx = current()
+        if self.eager_reason is not None or ctx.capture is not None or ctx.trace_enabled \
+                or ctx.anomaly is not None:
+            self.stats["eager"] += 1
+            return self.fn(*args, **kwargs)
+        leaves, key = _flatten((args, kwargs))
+        if key is not None:
+            for entry in self._programs:
+                if entry[0] == key and _guards_hold(entry[2], entry[3]):
+                    try:
+                        out = entry[1].run([leaves[p] for p in entry[1].arg_paths])
+                    except GuardFailed:
+                        break
+                    self.stats["replayed"] += 1
+                    if entry[1].trace is not None and ctx.names is not None:
+                        ctx.last_trace = entry[1].trace
+                    return _rebuild(entry[1].result, out, leaves)
+        return self._capture(ctx, args, kwargs, leaves, key)
+
+    def _capture(self, ctx, args, kwargs, leaves, key):
+        self.stats["eager"] += 1
+        if key is None:
+            return self._give_up("an argument is neither a tensor, a number, a string, none, nor a "
+                                 "list of those", args, kwargs)
+        if self.stats["captures"] >= MAX_CAPTURES:
+            return self._give_up(f"its guards failed on {MAX_CAPTURES} captures (shapes, dtypes or "
+                                 "branches change between calls)", args, kwargs)
+        cap = Capture()
+        for path, t in leaves.items():
+            if isinstance(t, Tensor):
+                cap.arg(t, path)
+        trace_before = ctx.last_trace
+        ctx.capture = cap
+        try:
+            result = self.fn(*args, **kwargs)
+        except CaptureError:
+            ctx.capture = None
+            return self._give_up(cap.failed, args, kwargs)
+        finally:
+            ctx.capture = None
+        self.stats["captures"] += 1
+        try:
+            spec = _result_spec(result, cap, leaves)
+            names, meta = _outside_guards(self.fn, cap, leaves)
+        except CaptureError as e:
+            self.eager_reason = str(e)
+            warn_user(f"compile: {self.name} runs eagerly: {e}")
+            return result
+        program = Program(cap, spec, self.name)
+        if ctx.last_trace is not trace_before:
+            program.trace = ctx.last_trace
+            program.trace.captured_by = self.name
+        self._programs.insert(0, (key, program, names, meta))
+        del self._programs[MAX_CAPTURES:]
+        return result
+
+    def _give_up(self, reason, args, kwargs):
+        if self.eager_reason is None:
+            self.eager_reason = reason
+            warn_user(f"compile: {self.name} runs eagerly: {reason}")
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<compiled {self.name}: {self.stats['replayed']} replayed, {self.stats['eager']} eager>"
+
+
+def compile(fn):
+    """Compile ``fn`` (a Python function, or a function defined in the language): calls replay
+    the tensor operations its first call did, forward, backward and updates, as one flat
+    program of array operations, with bit-identical results. Usable as a decorator.
+
+    Returns a CompiledFunction. Raises TypeError_ when ``fn`` is not callable.
+    Example: ``train = compile(train_step)``, then ``train(x, y)``; ``print(train.program)``.
+    """
+    return CompiledFunction(fn)
+
+
+# -- guards -----------------------------------------------------------------------------------
+
+def _meta(t: Tensor):
+    return (t._data.shape, t._data.dtype, t.device, t._requires_grad, t.grad_fn is None)
+
+
+def _flatten(value):
+    """({path: leaf}, key): the tensors and plain values of the arguments, and a key that is
+    equal for two calls exactly when their structure, plain values and tensors' metadata are;
+    key None for an argument the program cannot take."""
+    leaves = {}
+    parts = []
+    alias = {}          # the same tensor or storage twice: part of the key
+
+    def walk(v, path):
+        if isinstance(v, Tensor):
+            leaves[path] = v
+            parts.append(("T", alias.setdefault(id(v), len(alias)), alias.setdefault(("d", id(v._data)), len(alias)))
+                         + _meta(v))
+        elif isinstance(v, _SIMPLE):
+            parts.append((type(v), v))
+        elif isinstance(v, (list, tuple)):
+            parts.append((type(v), len(v)))
+            for i, x in enumerate(v):
+                walk(x, path + (i,))
+        elif isinstance(v, dict):
+            parts.append((dict, tuple(v)))
+            for k, x in v.items():
+                walk(x, path + (k,))
+        else:
+            raise CaptureError(type(v).__name__)
+
+    try:
+        walk(value, ())
+    except CaptureError:
+        return leaves, None
+    return leaves, tuple(parts)
+
+
+def _result_spec(result, cap, leaves):
+    by_id = {id(t): p for p, t in leaves.items()}
+
+    def spec(v):
+        if isinstance(v, Tensor):
+            if id(v) in by_id:
+                return ("arg", by_id[id(v)])
+            s = cap.slot.get(id(v._data))
+            if s in cap.ext:
+                return ("same", v)
+            if v._requires_grad:
+                raise CaptureError("it returns a tensor that requires grad (call backward inside "
+                                   "the function, or return loss.detach())")
+            if s is None:
+                raise CaptureError("it returns a tensor the capture did not see being made")
+            return ("slot", s, v.device)
+        if isinstance(v, list):
+            return [spec(x) for x in v]
+        if isinstance(v, tuple):
+            return tuple(spec(x) for x in v) if type(v) is tuple else ("value", v)
+        if isinstance(v, _SIMPLE):
+            return ("value", v)
+        raise CaptureError(f"it returns {type(v).__name__}, which a replay cannot make again")
+
+    return spec(result)
+
+
+def _rebuild(spec, values, leaves):
+    if isinstance(spec, list):
+        return [_rebuild(s, values, leaves) for s in spec]
+    tag = spec[0] if isinstance(spec, tuple) and spec and isinstance(spec[0], str) else None
+    if tag == "slot":
+        return Tensor(values[spec[1]], _device=spec[2])
+    if tag == "arg":
+        return leaves[spec[1]]
+    if tag in ("same", "value"):
+        return spec[1]
+    return tuple(_rebuild(s, values, leaves) for s in spec)
+
+
+def _outside_guards(fn, cap, leaves):
+    """For every tensor the program reads from outside: where ``fn`` finds it (variables of
+    its globals, closure or enclosing scopes, directly or one level inside a list, tuple or
+    dict), and its metadata. CaptureError when it is found nowhere."""
+    arg_arrays = {id(t._data) for t in leaves.values()}
+    scopes = _scopes_of(fn)
+    names, meta = [], []
+    for t in {id(t): t for t in cap.ext.values()}.values():
+        if id(t._data) in arg_arrays:
+            continue
+        found = [p for scope in scopes for p in _paths_to(scope, t)]
+        if not found:
+            raise CaptureError(f"it reads a tensor of shape {tuple(t.shape)} that is neither an argument "
+                               "nor a variable it can see; pass it as an argument")
+        names.extend((path, t) for path in found)
+        meta.append((t, _meta(t)))
+    return names, meta
+
+
+def _scopes_of(fn):
+    """The mappings ``fn`` reads variables from: a language function's enclosing scopes, or a
+    Python function's closure cells and globals."""
+    closure = getattr(fn, "closure", None)
+    if closure is not None and hasattr(closure, "vars"):     # a function defined in the language
+        scopes = []
+        while closure is not None:
+            scopes.append(closure.vars)
+            closure = closure.parent
+        return scopes
+    fn = getattr(fn, "__wrapped__", fn)
+    scopes = []
+    cells = getattr(fn, "__closure__", None) or ()
+    free = getattr(getattr(fn, "__code__", None), "co_freevars", ())
+    if cells:
+        scopes.append(_Cells(dict(zip(free, cells))))
+    g = getattr(fn, "__globals__", None)
+    if g is not None:
+        scopes.append(g)
+    return scopes
+
+
+class _Cells:
+    """A closure's cells read as a mapping (a cell can be rebound by ``nonlocal``)."""
+
+    def __init__(self, cells):
+        self.cells = cells
+
+    def get(self, name, default=None):
+        cell = self.cells.get(name)
+        try:
+            return default if cell is None else cell.cell_contents
+        except ValueError:
+            return default
+
+    def items(self):
+        return ((k, self.get(k)) for k in self.cells)
+
+
+def _paths_to(scope, t):
+    for name, v in list(scope.items()):
+        if v is t:
+            yield (scope, name, None)
+        elif isinstance(v, (list, tuple)) and len(v) <= 1000:
+            for i, x in enumerate(v):
+                if x is t:
+                    yield (scope, name, i)
+        elif isinstance(v, dict) and len(v) <= 1000:
+            for k, x in v.items():
+                if x is t:
+                    yield (scope, name, k)
+
+
+def _guards_hold(names, meta) -> bool:
+    for (scope, name, sub), t in names:
+        v = scope.get(name)
+        if sub is not None:
+            try:
+                v = v[sub]
+            except (IndexError, KeyError, TypeError):
+                return False
+        if v is not t:
+            return False
+    for t, m in meta:
+        if _meta(t) != m:
+            return False
+    return True
+
