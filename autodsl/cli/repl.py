@@ -56,6 +56,8 @@ from autodsl.core.quiet import ieee
 from autodsl.tools.check import check
 from autodsl.tools.explain import explain
 from autodsl.tools.why import why
+from autodsl.tools.compiled import CompiledFunction
+from autodsl.names import names_by_id
 from autodsl.tools.step import step
 from autodsl.session import Session
 from autodsl.lang.parser import parse
@@ -87,7 +89,8 @@ leaves are tensors you made; only leaves that require grad get .grad (or retain_
   :trace on                 show each backward step by step; :graph y shows what y depends on
   :why x                    why x.grad is none or zero;  :anomaly on  where a nan or inf started
   :explain f x              the chain rule for df/dx with your names;  :step y  backward one node at a time
-  :check f w b              backward's gradient against central differences; plot(f, lo, hi) f and df/dx""",
+  :check f w b              backward's gradient against central differences; plot(f, lo, hi) f and df/dx
+  train = compile(step)     calls replay step's captured array program;  :program train  shows it""",
     "keys": """\
 Enter            run the input when it is complete, else open a continuation line
 Escape Enter     always a new line
@@ -125,7 +128,7 @@ class Repl:
             ":device": self.cmd_device, ":dtype": self.cmd_dtype, ":time": self.cmd_time,
             ":explain": self.cmd_explain, ":step": self.cmd_step, ":next": self.cmd_next, ":continue": self.cmd_continue,
             ":abort": self.cmd_abort,
-            ":why": self.cmd_why, ":anomaly": self.cmd_anomaly,
+            ":why": self.cmd_why, ":anomaly": self.cmd_anomaly, ":program": self.cmd_program,
             ":quit": self.cmd_quit,
         }
         self.stepper = None               # the backward being stepped by :step, if any
@@ -366,6 +369,23 @@ class Repl:
         f, x = self.value_of(parts[0]), self.value_of(parts[1])
         with self.session.context():
             self.write(str(explain(f, x)))
+
+    def cmd_program(self, arg: str) -> None:
+        """:program f  the array operations a compiled function replays (f = compile(step))"""
+        if not arg:
+            self.write("usage: " + self.usage(":program"))
+            return
+        value = self.value_of(arg)
+        program = getattr(value, "program", None) if isinstance(value, CompiledFunction) else None
+        if not isinstance(value, CompiledFunction):
+            self.write(f"{arg} is not a compiled function; make one with {arg}_c = compile({arg})")
+        elif program is None:
+            self.write(f"{arg} has not been called yet: its first call captures the program")
+        else:
+            with self.session.context():
+                self.write(program.listing(names_by_id(self.session.namespace)))
+            if value.eager_reason:
+                self.write(f"(calls run eagerly now: {value.eager_reason})")
 
     def cmd_why(self, arg: str) -> None:
         """:why x  why x.grad is none, zero or nan after the last backward"""

@@ -23,6 +23,7 @@ from autodsl.core.journal import record_grad, record_values, transaction
 from autodsl.core.node import SavedOutput
 from autodsl.core.tensor import Tensor, new_tensor
 from autodsl.core.watch import note_write
+from autodsl.names import caller_namespace, names_by_id
 from autodsl.source import format_pos
 
 __all__ = ["Program", "GuardFailed"]
@@ -228,6 +229,12 @@ class Program:
                 f"{len(saved)} value(s) saved for the backward"]
         return "\n".join(head + out)
 
+    def __str__(self) -> str:
+        names = names_by_id()
+        if not names:     # from Python: the caller's variables
+            names = names_by_id(caller_namespace())
+        return self.listing(names)
+
     def __repr__(self) -> str:
         return f"<program of {self.name}: {len(self.steps)} steps>"
 
@@ -241,7 +248,9 @@ def _result_slots(result):
 
 
 def _path_text(path) -> str:
-    return "".join(f"[{p!r}]" if not isinstance(p, int) or i else str(p) for i, p in enumerate(path))
+    """``(0, 1)`` -> "2" (the second positional argument), ``(1, "lr")`` -> "lr", deeper: "2[0]"."""
+    head = str(path[1] + 1) if path[0] == 0 else str(path[1])
+    return head + "".join(f"[{p!r}]" for p in path[2:])
 
 
 def _short(x) -> str:

@@ -37,6 +37,8 @@ class CompiledFunction:
     "captures"} counts; ``eager_reason``: why calls run eagerly for good, or None.
     """
 
+    LANG_ATTRIBUTES = frozenset({"program", "stats", "eager_reason"})     # what a script may read
+
     def __init__(self, fn, name: str | None = None):
         if not callable(fn):
             raise TypeError_("compile() needs a function, e.g. compile(train_step)")
@@ -62,7 +64,7 @@ class CompiledFunction:
             for entry in self._programs:
                 if entry[0] == key and _guards_hold(entry[2], entry[3]):
                     try:
-                        out = entry[1].run([leaves[p] for p in entry[1].arg_paths])
+                        out = entry[1].run([leaves[p]._data for p in entry[1].arg_paths])
                     except GuardFailed:
                         break
                     self.stats["replayed"] += 1
