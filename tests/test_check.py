@@ -251,14 +251,6 @@ def test_check_float32_inputs():
 
 def test_check_refuses_what_it_cannot_check():
     w = ad.tensor([1.0, 2.0], requires_grad=True)
-    with pytest.raises(ad.TypeError_, match="needs the function that computes f, not the tensor f"):
-        ad.check((w * w).sum(), [w])
-    s = ad.Session(out=io.StringIO())       # the example names the user's inputs, not placeholders w1, b
-    s.run("v = tensor(3.0, requires_grad=true)\nu = tensor(2.0, requires_grad=true)\nf = v * u")
-    with pytest.raises(ad.TypeError_) as info:
-        s.run("check(f, [v, u])")
-    assert info.value.message.endswith("Write def loss() { return ... } (reading v, u) or def loss(v, u) { ... }, "
-                                       "then check(loss, [v, u])")
     with pytest.raises(ad.TypeError_, match="takes 2 arguments but 1 input was given"):
         ad.check(lambda a, b: a.sum(), [w])
     with pytest.raises(ad.ValueError_, match=r"shape \(2,\).*\.sum\(\)"):
@@ -272,6 +264,103 @@ def test_check_refuses_what_it_cannot_check():
         ad.check(lambda: (ex * 2).sum(), [ex], names=["ex"])
     with pytest.raises(ad.ValueError_, match="eps"):
         ad.check(lambda a: a.sum(), [w], eps=0)
+
+
+# ---- check(f) of a tensor f: central differences by replaying its graph ------------------------
+
+SEED = ("x = tensor(2.0)\nw1 = tensor(0.5, requires_grad=true)\nw2 = tensor(-1.5, requires_grad=true)\n"
+        "b = tensor(1.0, requires_grad=true)\nf = (w2*(w1*x^2+b))^3\n")
+
+
+def test_check_of_a_tensor_after_backward_has_the_seed_numbers():
+    out = io.StringIO()
+    s = ad.Session(out=out)
+    s.run(SEED + "f.backward()\nr = check(f, [w1, b])")
+    r = s.namespace["r"]
+    assert r.ok and r.replayed and r.dtype == "float64" and r.value == -91.125
+    assert [(row.name, row.analytic) for row in r.rows] == [("w1", -364.5), ("b", -91.125)]
+    for row in r.rows:
+        assert row.numeric == pytest.approx(row.analytic, rel=1e-8)
+    text = str(r).splitlines()
+    assert text[0] == ("check f = -91.125: analytic (backward) vs numeric (central differences of replays of "
+                       "f's graph, eps=1e-06, float64)")
+    assert text[-1].startswith("PASS")
+    # nothing was touched: values, versions and the gradients of the user's backward
+    s.run("ok = w1.item() == 0.5 and b.item() == 1.0 and w1.version == 0 and w1.grad.item() == -364.5")
+    assert s.namespace["ok"] is True
+
+
+def test_check_of_a_tensor_before_backward_and_of_tensors_and_intermediates():
+    w = ad.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    b = ad.tensor(0.5, requires_grad=True)
+    h = w * b
+    loss = (ad.tanh(h) ** 2).sum() + b ** 2
+    r = ad.check(loss, [w, b])
+    t = np.tanh(np.array([1.0, -2.0, 3.0]) * 0.5)
+    np.testing.assert_allclose([row.analytic for row in r.rows],
+                               list(2 * t * (1 - t ** 2) * 0.5) + [float((2 * t * (1 - t ** 2) * [1, -2, 3]).sum() + 1)])
+    assert r.ok and [row.element for row in r.rows] == ["w[0]", "w[1]", "w[2]", "b"]
+    assert w.grad is None and loss.grad_fn is not None
+    loss.backward()                             # the graph stays usable: check replays it
+    np.testing.assert_array_equal(w.grad.numpy(), [row.analytic for row in r.rows[:3]])
+    rh = ad.check(loss, [h])                    # an intermediate: the graph is cut there
+    np.testing.assert_allclose([row.analytic for row in rh.rows], 2 * t * (1 - t ** 2))
+    assert rh.ok
+    unused = ad.tensor(1.0, requires_grad=True)
+    ru = ad.check(loss, [b, unused], names=["b", "u"])
+    assert ru.ok and (ru.rows[1].analytic, ru.rows[1].numeric) == (0.0, 0.0)
+
+
+def test_check_of_a_float32_tensor_runs_in_float64_without_a_warning():
+    w = ad.tensor([0.5, -1.25], dtype=ad.float32, requires_grad=True)
+    y = (w ** 3).sum()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = ad.check(y, [w])
+    assert r.ok and r.dtype == "float64"
+    np.testing.assert_allclose([row.numeric for row in r.rows], [0.75, 4.6875], rtol=1e-7)
+
+
+def test_check_of_a_tensor_says_what_the_replay_keeps_fixed_or_changed():
+    w = ad.tensor([1.0, -2.0], requires_grad=True)
+    y = (w * w.detach()).sum()        # backward and the replay agree: w.detach() is a constant to both
+    r = ad.check(y, [w])
+    assert r.ok and [row.analytic for row in r.rows] == [1.0, -2.0]
+    assert r.notes[0].startswith("note: `y` uses a detach() or .data of `w` (an input of MulBackward at ")
+    assert "check the function that computes y" in r.notes[0]
+    z = ad.where(w > 0, w ** 2, -w).sum()       # a comparison: right away from its boundary, no note
+    rz = ad.check(z, w)
+    assert rz.ok and [row.analytic for row in rz.rows] == [2.0, -1.0] and not rz.notes
+    with ad.no_grad():
+        w -= 1.0                                 # y was computed before this update
+    ry = ad.check((w ** 2).sum(), [w])
+    assert not ry.notes
+    x = ad.tensor(3.0, requires_grad=True)
+    f = x ** 2
+    with ad.no_grad():
+        x += 1.0
+    rf = ad.check(f, [x])
+    assert rf.rows[0].analytic == 8.0 and rf.value == 16.0
+    assert rf.notes == ["note: f's graph at the inputs' current values gives 16.0, not f's value 9.0: a tensor "
+                        "it was computed from changed since (an in-place update); the check is at the current "
+                        "values"]
+
+
+def test_check_of_a_tensor_refuses_what_it_cannot_check():
+    w = ad.tensor([1.0, 2.0], requires_grad=True)
+    v = ad.tensor(1.0, requires_grad=True)
+    c = ad.tensor(3.0)
+    with pytest.raises(ad.ValueError_, match="check\\(\\): v is a leaf"):
+        ad.check(v, [v])
+    with pytest.raises(ad.AutogradError, match="check\\(\\): f has no graph"):
+        ad.check(c * 2, [c])
+    f = (w * c).sum()
+    with pytest.raises(ad.AutogradError, match="c does not require grad, so f's graph holds its values"):
+        ad.check(f, [c])
+    with pytest.raises(ad.ValueError_, match=r"shape \(2,\)"):
+        ad.check(w * c, [w])
+    with pytest.raises(ad.TypeError_, match="needs a function or a tensor"):
+        ad.check(3.0, [w])
 
 
 def test_check_in_a_script_names_inputs_by_their_variables():
@@ -342,11 +431,23 @@ def test_repl_check_command():
     assert lines[-1].startswith("PASS")
 
 
+def test_repl_check_command_with_a_tensor_after_backward():
+    _, text = run_repl("x = tensor(2.0)", "w1 = tensor(0.5, requires_grad=true)",
+                       "w2 = tensor(-1.5, requires_grad=true)", "b = tensor(1.0, requires_grad=true)",
+                       "f = (w2*(w1*x^2+b))^3", "f.backward()", ":check f w1 b")
+    lines = text.splitlines()
+    assert lines[0] == ("check f = -91.125: analytic (backward) vs numeric (central differences of replays of "
+                        "f's graph, eps=1e-06, float64)")
+    assert [ln.split()[:4] for ln in lines[2:4]] == [["w1", "-", "-364.5", "-364.5"],
+                                                      ["b", "-", "-91.125", "-91.125"]]
+    assert lines[-1].startswith("PASS") and "Traceback" not in text
+
+
 def test_repl_check_usage_errors_and_help():
     r, text = run_repl(":check", "x = tensor(1.0, requires_grad=true)", ":check x x", ":che nothing x")
     lines = text.splitlines()
     assert lines[0].startswith("usage: :check f w1 b")
-    assert "needs the function that computes f" in lines[1]
+    assert "x is a leaf (made directly, not computed from other tensors)" in lines[1]
     assert "`nothing` is not defined" in text
     _, help_text = run_repl(":help")
     assert any(ln.strip().startswith(":check f w1 b") for ln in help_text.splitlines())

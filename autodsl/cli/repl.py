@@ -52,7 +52,6 @@ from autodsl.tools.info import info
 from autodsl.tools.graph import graph
 from autodsl.tools.graph import dot
 import autodsl.backend as backend
-from autodsl.core.quiet import ieee
 from autodsl.tools.check import check
 from autodsl.tools.explain import explain
 from autodsl.tools.why import why
@@ -345,11 +344,12 @@ class Repl:
         """:check f w1 b  f's gradient by backward vs central differences, element by element"""
         parts = arg.split()
         if len(parts) < 2:
-            self.write("usage: " + self.usage(":check") + "  (f: a function, def f() or def f(w1, b))")
+            self.write("usage: " + self.usage(":check") + "  (f: a tensor computed from w1 and b, or a "
+                       "function: def f() or def f(w1, b))")
             return
         fn, inputs = self.value_of(parts[0]), [self.value_of(p) for p in parts[1:]]
         s = self.session
-        with ieee(), backend.defaults(device=s.device, dtype=s.dtype or backend.get_default_dtype()), \
+        with s.context(), backend.defaults(device=s.device, dtype=s.dtype or backend.get_default_dtype()), \
                 warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result = check(fn, inputs, names=parts[1:])

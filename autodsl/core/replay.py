@@ -84,7 +84,8 @@ class Replayed:
         self.fresh = fresh
 
 
-def evaluate(roots, values=None, *, record: bool = False, keep=(), keep_all: bool = False) -> Replayed:
+def evaluate(roots, values=None, *, record: bool = False, keep=(), keep_all: bool = False,
+             order=None) -> Replayed:
     """Run the graph below ``roots`` (nodes) again; the originals are not touched.
 
     ``values``: {node: Tensor}: the value to use for that node's output (an AccumulateGrad
@@ -97,6 +98,7 @@ def evaluate(roots, values=None, *, record: bool = False, keep=(), keep_all: boo
     backward after the first one freed them); its leaves are the original leaf tensors (the
     same AccumulateGrad nodes) and the given values; each new node keeps its original's source
     position and tensor hooks. ``keep``: nodes whose values to return too; ``keep_all``: all.
+    ``order``: ``graph_order(roots, values)``, when the caller replays one graph many times.
 
     Returns a ``Replayed``. Raises AutogradError for a node that cannot run again (not one of
     autodsl's ops), and whatever an op raises on the new values (ShapeError, ...).
@@ -105,7 +107,7 @@ def evaluate(roots, values=None, *, record: bool = False, keep=(), keep_all: boo
     values = dict(values or {})
     if not record:      # under no_grad an input that requires grad would be noted as leaving the graph
         values = {n: (_plain(v) if v._requires_grad else v) for n, v in values.items()}
-    ops, leaves = graph_order(roots, values)
+    ops, leaves = graph_order(roots, values) if order is None else order
     keep = set(keep) | set(roots)
     uses = {}
     for node in ops:
@@ -240,9 +242,9 @@ def fixed_inputs(roots, keys, ops=None) -> list:
 def fixed_sentence(fx: FixedInput, fname: str) -> str:
     """``f`` uses ``x > 0`` ... as a constant: the sentence for a FixedInput (no full stop)."""
     at = format_pos(fx.node.pos, text=False)
-    return (f"{fname} uses {fx.text} as a constant (an input of {fx.node.name}{f' at {at}' if at else ''}), "
-            "computed from a tensor given a new value without recording a graph; a replay runs only "
-            "the recorded ops, so that value would stay as it was")
+    return (f"{fname} uses {fx.text} (an input of {fx.node.name}{f' at {at}' if at else ''}), which was "
+            "computed without recording a graph: the graph holds it as a constant, so a replay does not "
+            "recompute it")
 
 
 def _reaches(sources, keys) -> bool:

@@ -11,14 +11,14 @@ differences in float64).
   and both numbers (False with ``raise_exception=false``).
 
 The numeric derivative of ``f`` along element ``j`` of an input is
-``(f(x + eps e_j) - f(x - eps e_j)) / (2 eps)``. A derivative can only be
-checked by recomputing ``f`` at nudged inputs, and a tensor does not keep the
-program that made it (its graph holds backward nodes, not the forward ops'
-arguments), so every check here takes a function. ``check`` accepts two kinds:
-a function of the inputs (``def f(w1, b) { ... }``, run on float64 copies) or
-a function of no arguments that reads the inputs where they live
-(``def loss() { return mse_loss(x @ w1 + b, y) }``, whose inputs are nudged in
-place and restored exactly, version counters untouched).
+``(f(x + eps e_j) - f(x - eps e_j)) / (2 eps)``: ``f`` is computed again at nudged
+inputs. ``check`` takes three kinds of ``f``: a tensor (its recorded graph is
+evaluated again at nudged float64 copies of the inputs, ``core/replay.py``, also
+after a ``backward()`` freed its saved values), a function of the inputs
+(``def f(w1, b) { ... }``, run on float64 copies) or a function of no arguments
+that reads the inputs where they live (``def loss() { return mse_loss(x @ w1 + b,
+y) }``, whose inputs are nudged in place and restored exactly, version counters
+untouched). ``gradcheck`` and ``gradgradcheck`` take functions.
 
 Criterion (PyTorch's, elementwise): ``|analytic - numeric| <= atol + rtol * |numeric|``.
 """
@@ -37,6 +37,7 @@ from autodsl.ops.creation import zeros_like
 from autodsl.source import warn_user
 from autodsl.errors import AutogradError, DTypeError, TypeError_, ValueError_
 from autodsl.core.autograd import grad
+from autodsl.core import replay
 from autodsl.context import current
 from autodsl.core.tensor import Tensor
 
@@ -234,8 +235,9 @@ class CheckResult:
 
     LANG_ATTRIBUTES = frozenset({"ok", "value", "eps", "atol", "rtol"})     # what a script may read
 
-    def __init__(self, function, names, rows, value, eps, atol, rtol, dtype):
+    def __init__(self, function, names, rows, value, eps, atol, rtol, dtype, replayed=False):
         self.function = function
+        self.replayed = replayed      # f was a tensor: its graph was replayed
         self.names = list(names)
         self.rows = rows
         self.value = value
@@ -314,7 +316,8 @@ class CheckResult:
 
     def __str__(self) -> str:
         value = f" = {_num(self.value)}" if self.value is not None else ""
-        head = (f"check {self.function}{value}: analytic (backward) vs numeric (central differences, "
+        how = f" of replays of {self.function}'s graph" if self.replayed else ""
+        head = (f"check {self.function}{value}: analytic (backward) vs numeric (central differences{how}, "
                 f"eps={self.eps:g}, {self.dtype})")
         return "\n".join([head, self.table(), self.verdict()] + self.notes)
 
@@ -356,7 +359,14 @@ def check(f, inputs, eps=None, atol=None, rtol=None, names=None):
     """Check the gradient of a scalar function element by element: analytic (backward)
     against numeric (central differences). Returns a ``CheckResult``, printed as a table.
 
-    ``f``: a function returning a tensor with one element (a loss), either
+    ``f``: a tensor with one element (a loss) computed from the inputs: its graph is
+    evaluated again (replayed) at float64 copies of the inputs, nudged, so it works after
+    ``f.backward()`` too and touches nothing; the analytic side is backward on that graph
+    made again. An input may be a leaf or an intermediate result (the graph is cut there);
+    one that f does not depend on gets zeros. Notes under the table say when f's graph
+    keeps a value computed from an input without recording (a detach(), no_grad code:
+    both sides leave its share out) or when the inputs changed since f was computed.
+    Or ``f`` is a function returning such a tensor, either
     - of the inputs: ``def f(w1, b) { ... }`` is called as ``f(w1, b)`` on float64
       copies of the inputs (float32 inputs are checked in float64: the formulas,
       not float32 rounding), or
@@ -380,35 +390,23 @@ def check(f, inputs, eps=None, atol=None, rtol=None, names=None):
     ``.atol``, ``.rtol`` for programs (and, from Python, ``.rows``, ``.worst``,
     ``.failures``); ``check`` itself never raises on a mismatch (``gradcheck`` does).
 
-    A tensor ``f`` is refused (TypeError_): its graph holds backward nodes, not
-    the program that computed it, so it cannot be recomputed at nudged inputs.
+    Raises TypeError_ / ValueError_ / DTypeError for a wrong ``f`` or inputs (a leaf
+    ``f``: ValueError_), AutogradError for a tensor ``f`` without a graph, and for inputs
+    that do not require grad of a tensor or a no-argument ``f``.
 
-    Raises TypeError_ / ValueError_ / DTypeError for a wrong ``f`` or inputs,
-    AutogradError for a no-argument ``f`` whose inputs do not require grad.
-
-    Example: ``def loss() { return ((x @ w + b - y)^2).mean() }; check(loss, [w, b])``
+    Examples: ``f.backward(); check(f, [w1, b])``;
+    ``def loss() { return ((x @ w + b - y)^2).mean() }; check(loss, [w, b])``
     """
-    if isinstance(f, Tensor):
-        try:                            # the example with the user's names, not the placeholders w1, b
-            given = [inputs] if isinstance(inputs, Tensor) else list(inputs)
-            labels = list(names) if names is not None else _names_from_session(given)
-        except TypeError:
-            given = labels = []
-        ok = given and all(isinstance(n, str) and n.isidentifier() for n in labels)
-        args = ", ".join(labels) if ok else "w1, b"
-        raise TypeError_(
-            "check() needs the function that computes f, not the tensor f: a tensor's graph keeps the "
-            "backward steps, not the program, so f cannot be recomputed at nudged inputs. Write "
-            f"def loss() {{ return ... }} (reading {args}) or def loss({args}) {{ ... }}, "
-            f"then check(loss, [{args}])")
-    if not callable(f):
-        raise TypeError_(f"check() needs a function as its first argument, not {_describe(f)}")
+    if not isinstance(f, Tensor) and not callable(f):
+        raise TypeError_(f"check() needs a function or a tensor as its first argument, not {_describe(f)}")
     inputs = _as_inputs(inputs, "check")
     for i, t in enumerate(inputs):
         if not isinstance(t, Tensor):
             raise TypeError_(f"check(): input {i} is {_describe(t)}, not a tensor")
         if not t.dtype.is_floating:
             raise DTypeError(f"check(): input {i} is {t.dtype.name}; only floating tensors have gradients")
+    if isinstance(f, Tensor):
+        return _check_graph(f, inputs, eps, atol, rtol, names)
     fname = _fn_name(f)
     info = _param_info(f)
     n = len(inputs)
@@ -468,13 +466,7 @@ def check(f, inputs, eps=None, atol=None, rtol=None, names=None):
         def value_of():
             return float(_host(_scalar_of(call(), fname, "check")).reshape(()))
 
-        rows = []
-        for k, t in enumerate(work):
-            nudge = _Nudge(t, label[k], "check")
-            for idx in np.ndindex(*t.shape):
-                plus, minus, step = nudge.central(idx, eps, value_of)
-                numeric = (plus - minus) / step
-                rows.append(CheckRow(label[k], k, idx, analytic[k][idx], numeric, atol, rtol))
+        rows = _rows(work, label, analytic, eps, atol, rtol, value_of)
     result = CheckResult(fname, label, rows, value, eps, atol, rtol, dtype)
     # an input backward cannot reach, yet nudging it moves f: f reads another tensor that shares
     # its storage (`:check loss w[0]` with a loss that reads w): a false FAIL without this note
@@ -485,6 +477,83 @@ def check(f, inputs, eps=None, atol=None, rtol=None, names=None):
             f"{'that tensor' if len(moved) == 1 else 'those tensors'} itself but another one that shares "
             "its storage, so the analytic side is 0 while nudging it moves the result: a slice such as "
             "w[0] is a new tensor (check w itself), and a detach() carries no gradient")
+    return result
+
+
+def _rows(work, label, analytic, eps, atol, rtol, value_of) -> list:
+    """A CheckRow per element of every input: ``analytic`` against central differences of
+    ``value_of()`` with that element of ``work`` nudged in place (and put back exactly)."""
+    rows = []
+    for k, t in enumerate(work):
+        nudge = _Nudge(t, label[k], "check")
+        for idx in np.ndindex(*t.shape):
+            plus, minus, step = nudge.central(idx, eps, value_of)
+            rows.append(CheckRow(label[k], k, idx, analytic[k][idx], (plus - minus) / step, atol, rtol))
+    return rows
+
+
+# ---- check(f) for a tensor f: its graph replayed (core/replay.py) --------------------------------
+
+def _check_graph(f: Tensor, inputs, eps, atol, rtol, names) -> CheckResult:
+    """``check`` of a tensor: backward's gradient on its graph made again (a recorded replay,
+    so a backward that freed it does not matter), against central differences of replays of
+    that graph, on float64 copies of the inputs (the originals are not touched)."""
+    fname = _names_from_session([f])[0] or "f"
+    n = len(inputs)
+    label = list(names) if names is not None else [None] * n
+    if len(label) != n:
+        raise ValueError_(f"check(): {len(label)} names for {n} inputs; give one name per input")
+    session_names = _names_from_session(inputs)
+    label = [str(label[i] or session_names[i] or f"input {i}") for i in range(n)]
+    _scalar_of(f, fname, "check")
+    root = f.grad_fn
+    if root is None:
+        if f.requires_grad:
+            raise ValueError_(f"check(): {fname} is a leaf (made directly, not computed from other tensors), "
+                              "so there is no derivative to check; check a result computed from it")
+        raise AutogradError(f"check(): {fname} has no graph: it was not computed from tensors that require "
+                            "grad; make its inputs with requires_grad=true and compute it again (or give "
+                            "check the function that computes it)")
+    for i, t in enumerate(inputs):
+        if not t.requires_grad:
+            raise AutogradError(f"check(): {label[i]} does not require grad, so {fname}'s graph holds its values "
+                                "as a constant that cannot be nudged; make it with requires_grad=true and "
+                                f"compute {fname} again (or give check the function that computes {fname})")
+    eps, atol, rtol = _check_tolerances(EPS if eps is None else eps, ATOL if atol is None else atol,
+                                        RTOL if rtol is None else rtol, "check")
+    keys = [replay.node_of(t) for t in inputs]
+    ops, leaves = replay.graph_order([root], [k for k in keys if k is not None])
+    in_graph = set(ops) | set(leaves)
+    reached = [k is not None and k in in_graph for k in keys]
+    work = [_copy64(t).requires_grad_(True) for t in inputs]
+    values = {k: w for k, w, r in zip(keys, work, reached) if r}
+    with enable_grad(), tracing(False), quiet():      # hundreds of replays: no trace of each
+        out = replay.evaluate([root], values, record=True).outputs[root]
+        value = float(_host(out).reshape(()))
+        used = [w for w, r in zip(work, reached) if r]
+        grads = iter(grad(out, used, allow_unused=True) if used and out.requires_grad else [None] * len(used))
+        analytic = [_host(g) if r and g is not None else np.zeros(w.shape)
+                    for w, r, g in ((w, r, next(grads) if r else None) for w, r in zip(work, reached))]
+        del out, grads
+        order = replay.graph_order([root], values)
+
+        def value_of():
+            return float(_host(replay.evaluate([root], values, order=order).outputs[root]).reshape(()))
+
+        rows = _rows(work, label, analytic, eps, atol, rtol, value_of)
+    result = CheckResult(fname, label, rows, value, eps, atol, rtol, "float64", replayed=True)
+    now = replay.evaluate([root], order=replay.graph_order([root])).outputs[root]
+    if not replay.same_values(now._data, f._data):
+        result.notes.append(
+            f"note: {fname}'s graph at the inputs' current values gives {_num(float(_host(now).reshape(())))}, "
+            f"not {fname}'s value {_num(float(_host(f).reshape(())))}: a tensor it was computed from changed "
+            "since (an in-place update); the check is at the current values")
+    for fx in replay.fixed_inputs([root], values, ops):
+        if fx.kind in ("no_grad", "detach"):
+            result.notes.append(
+                f"note: {replay.fixed_sentence(fx, f'`{fname}`')}. Backward gives it no gradient and the replays "
+                f"keep it fixed, so both sides leave it out; to include its share of the derivative, check "
+                f"the function that computes {fname} (def loss() {{ ... }})")
     return result
 
 
