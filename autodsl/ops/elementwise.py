@@ -94,10 +94,9 @@ class Div(Op):
 
     rule = ("grad / b", "-grad * a / b^2")
 
-    def backward(self, g):
-        x, y = self.saved_tensors
-        na, nb = self.needs_input_grad
-        return (g / y if na else None), (-g * x / (y * y) if nb else None)   # d(x/y)/dy = -x/y^2
+    def formula(self, F, g, x, y):     # d(x/y)/dy = -x/y^2
+        ea, eb = self.next_edges
+        return (g / y if ea is not None else None), (-g * x / (y * y) if eb is not None else None)
 
 
 @defop("neg")
@@ -111,7 +110,7 @@ class Neg(Op):
 
     rule = ("-grad",)
 
-    def backward(self, g):
+    def formula(self, F, g):
         return (-g,)
 
 
@@ -180,8 +179,7 @@ class Log(Op):
 
     rule = ("grad / a",)
 
-    def backward(self, g):
-        (x,) = self.saved_tensors
+    def formula(self, F, g, x):
         return (g / x,)
 
 
@@ -198,9 +196,8 @@ class Sqrt(Op):
 
     rule = ("grad / (2 * out)",)
 
-    def backward(self, g):
-        (out,) = self.saved_tensors
-        return (g / (2 * out),)   # torch: +inf at 0, like x^0.5
+    def formula(self, F, g, out):      # torch: +inf at 0, like x^0.5
+        return (g / (2 * out),)
 
 
 @defop("sin")
@@ -266,9 +263,8 @@ class Tanh(Op):
 
     rule = ("grad * (1 - out^2)",)
 
-    def backward(self, g):
-        (out,) = self.saved_tensors
-        return (g * (1 - out * out),)   # d tanh x = 1 - tanh^2 x
+    def formula(self, F, g, out):      # d tanh x = 1 - tanh^2 x
+        return (g * (1 - out * out),)
 
 
 @defop("sigmoid")
@@ -286,9 +282,8 @@ class Sigmoid(Op):
 
     rule = ("grad * out * (1 - out)",)
 
-    def backward(self, g):
-        (out,) = self.saved_tensors
-        return (g * out * (1 - out),)     # s' = s(1-s): 0 at saturation, never inf/inf
+    def formula(self, F, g, out):      # s' = s(1-s): 0 at saturation, never inf/inf
+        return (g * out * (1 - out),)
 
 
 @defop("relu")

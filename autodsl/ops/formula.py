@@ -14,7 +14,7 @@ from __future__ import annotations
 import autodsl.backend as backend
 from autodsl.backend import namespace_of
 
-__all__ = ["ARRAYS", "TENSORS"]
+__all__ = ["ARRAYS", "TENSORS", "define", "forward_of"]
 
 
 class _Arrays:
@@ -46,3 +46,22 @@ class _Tensors:
 
 ARRAYS = _Arrays()
 TENSORS = _Tensors()
+
+
+def define(name: str, on_arrays, on_tensors) -> None:
+    """Give formulas ``F.<name>``: ``on_arrays`` for ARRAYS, ``on_tensors`` (an op) for TENSORS.
+    The ops' modules call it at import, for the movement ops a formula uses."""
+    setattr(_Arrays, name, staticmethod(on_arrays))
+    setattr(_Tensors, name, staticmethod(on_tensors))
+
+
+def forward_of(cls):
+    """``cls``'s forward as a function of arrays (on a node nothing keeps): what a formula on
+    ARRAYS calls for a movement op, so that it gives exactly the op's arrays."""
+    def run(a, *args, **params):
+        node = cls.__new__(cls)
+        node._record = False
+        node.inputs = (None,)
+        return cls.forward(node, a, *args, **params)
+    run.__name__ = f"{cls.__name__.lower()}_forward"
+    return run

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from autodsl.errors import ShapeError
-from autodsl.ops.movement import sum_to
+from autodsl.ops.formula import define
+from autodsl.ops.movement import sum_to  # noqa: F401  (the formulas' F.sum_to)
 from autodsl.ops.registry import Op, apply, defop
 
 __all__ = ["matmul"]
@@ -32,33 +33,33 @@ class Matmul(Op):
 
     rule = ("grad @ b^T", "a^T @ grad")
 
-    def backward(self, g):
-        x, y = self.saved_tensors            # None where that gradient is not needed
-        na, nb = self.needs_input_grad
+    def formula(self, F, g, x, y):     # x, y: None where that gradient is not needed
         xs, ys = self.input_shapes
         # Lift 1-D operands to matrices, use dA = G B^T and dB = A^T G, then drop the
         # lifted dims again; batch dims broadcast, so reduce them to each operand's shape.
         xs2 = (1,) + xs if len(xs) == 1 else xs
         ys2 = ys + (1,) if len(ys) == 1 else ys
         g2 = g
+        gs = tuple(g.shape)
         if len(xs) == 1 and len(ys) == 1:
-            g2 = g2.reshape(1, 1)        # dot product: g is 0-d
+            g2 = F.reshape(g2, (1, 1))        # dot product: g is 0-d
         elif len(xs) == 1:
-            g2 = g2.unsqueeze(-2)
+            g2 = F.reshape(g2, gs[:-1] + (1, gs[-1]))
         elif len(ys) == 1:
-            g2 = g2.unsqueeze(-1)
+            g2 = F.reshape(g2, gs + (1,))
+        ea, eb = self.next_edges
         ga = gb = None
-        if na:
-            ga = _as_shape(sum_to(matmul(g2, _as_shape(y, ys2).transpose(-1, -2)), xs2), xs)
-        if nb:
-            gb = _as_shape(sum_to(matmul(_as_shape(x, xs2).transpose(-1, -2), g2), ys2), ys)
+        if ea is not None:
+            ga = _as_shape(F, F.sum_to(F.matmul(g2, F.mT(_as_shape(F, y, ys2))), xs2), xs)
+        if eb is not None:
+            gb = _as_shape(F, F.sum_to(F.matmul(F.mT(_as_shape(F, x, xs2)), g2), ys2), ys)
         return ga, gb
 
 
-def _as_shape(t, shape):
+def _as_shape(F, t, shape):
     # no reshape (a view) when the shape is already right: a gradient that is not a view
     # can become .grad without a copy (Note [stealing a gradient] in tensor.py)
-    return t if t._data.shape == shape else t.reshape(shape)
+    return t if tuple(t.shape) == shape else F.reshape(t, shape)
 
 
 def matmul(input, other):
@@ -67,3 +68,6 @@ def matmul(input, other):
     the inner sizes differ. Example: ``w @ x``
     """
     return apply(Matmul, input, other)
+
+
+define("matmul", lambda a, b: a @ b, matmul)

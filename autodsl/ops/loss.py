@@ -40,12 +40,11 @@ class MseLoss(Op):
 
     rule = ("grad * 2 * (a - b) / n", "-grad * 2 * (a - b) / n")
 
-    def backward(self, g):
-        x, y = self.saved_tensors
+    def formula(self, F, g, x, y):
         scale = 2.0 / self.count if self.reduction == "mean" else 2.0
         d = (x - y) * (g * scale)                     # d/dx (x-y)^2 = 2(x-y)
-        na, nb = self.needs_input_grad
-        return (d if na else None), (-d if nb else None)
+        ea, eb = self.next_edges
+        return (d if ea is not None else None), (-d if eb is not None else None)
 
 
 @defop("nll_loss")

@@ -11,6 +11,7 @@ import builtins
 import autodsl.backend as backend
 from autodsl.backend import kind_of, namespace_of, scatter_add
 from autodsl.errors import IndexError_, ShapeError, TypeError_
+from autodsl.ops.formula import define, forward_of
 from autodsl.ops.registry import Op, apply, defop
 from autodsl.core.tensor import Tensor
 from autodsl.core.tensor import as_tensor
@@ -431,3 +432,15 @@ def sum_to(x: Tensor, shape) -> Tensor:
     if x.shape == shape:
         return x
     return apply(SumTo, x, shape=shape)
+
+
+# what backward formulas use of this module (Note [one formula], ops/formula.py)
+_sum_to_arrays = forward_of(SumTo)
+_expand_arrays = forward_of(Expand)
+_reshape_arrays = forward_of(Reshape)
+_transpose_arrays = forward_of(Transpose)
+define("sum_to", lambda a, shape: a if a.shape == shape else _sum_to_arrays(a, shape), sum_to)
+define("expand", lambda a, shape: a if a.shape == shape else _expand_arrays(a, shape),
+       lambda t, shape: expand(t, *shape))
+define("reshape", _reshape_arrays, lambda t, shape: reshape(t, *shape))
+define("mT", lambda a: _transpose_arrays(a, -1, -2), lambda t: transpose(t, -1, -2))

@@ -78,8 +78,8 @@ class Sum(_Reduction):
 
     rule = "grad expanded to a's shape"
 
-    def backward(self, g):
-        return (self._expand(g),)
+    def formula(self, F, g):
+        return (F.expand(g if self.keepdim else F.reshape(g, self.kshape), self.in_shape),)
 
 
 @defop("mean")
@@ -94,8 +94,8 @@ class Mean(_Reduction):
 
     rule = "grad / n expanded to a's shape (n elements averaged)"
 
-    def backward(self, g):
-        return (self._expand(g) / self.count,)
+    def formula(self, F, g):
+        return (F.expand(g if self.keepdim else F.reshape(g, self.kshape), self.in_shape) / self.count,)
 
 
 @defop("prod")
