@@ -110,7 +110,8 @@ class Capture:
         if recorded:
             self.nodes[node] = rnode
         self.steps.append(("op", out, cls, rnode, ins, params or None, raw_out is not out_arr, opaque,
-                           out_arr.ndim == 0, node.pos if recorded else None, out_t.device))
+                           out_arr.ndim == 0, node.pos if recorded else None, out_t.device,
+                           _expr(cls, tensors, params)))
 
     def formula(self, node, g_arr, outs_raw, outs, namespace) -> None:
         """``node``'s formula ran on arrays (``Op.apply``) in ``namespace`` (ops/formula.py's
@@ -155,7 +156,10 @@ class Capture:
         """``t.grad`` got the gradient ``g_arr`` (set, or added into it)."""
         self._leaf(t)
         s = self.array_in(g_arr)
-        self.steps.append(("acc", t, s, stole and s in self.computed))
+        # the program decides for itself whether the gradient's array can become .grad as it is
+        # (core/program.py): the capture keeps every array, so eager autodsl copied them all here
+        owns = s in self.computed and getattr(g_arr, "base", 0) is None
+        self.steps.append(("acc", t, s, owns))
 
     def grad_none(self, t: Tensor) -> None:
         self.steps.append(("grad_none", t))
@@ -177,17 +181,30 @@ class Capture:
             return
         s = self.tensor_in(target)
         v = self.tensor_in(other) if isinstance(other, Tensor) else other
-        self.steps.append(("ufunc", name, target, s, v, isinstance(other, Tensor)))
+        self.steps.append(("ufunc", name, target, s, v, isinstance(other, Tensor), _write_pos(target)))
 
     def write(self, target: Tensor, src) -> None:
         """``target[...] = src`` (an in-place op that recorded nothing)."""
         if self.depth:
             return
-        self.steps.append(("write", target, self.tensor_in(target), self.array_in(src)))
+        self.steps.append(("write", target, self.tensor_in(target), self.array_in(src), None))
 
     def _leaf(self, t: Tensor) -> None:
         if t.grad_fn is not None:
             self.fail("it keeps the gradient of a non-leaf tensor (retain_grad)")
+
+
+def _expr(cls, tensors, params):
+    """The operator a floating op's forward is (``Op.expr``), when nothing else in it applies."""
+    expr = getattr(cls, "expr", None)
+    if expr is None or params or not all(t._data.dtype.kind == "f" for t in tensors):
+        return None
+    return expr
+
+
+def _write_pos(target):
+    rec = target._version[1] if len(target._version) > 1 else None     # what note_write kept
+    return None if rec is None else rec[1]
 
 
 def _prepare(rnode, node, n: int, recorded: bool) -> None:

@@ -63,6 +63,7 @@ class Program:
                "_opf": _op_recording, "_opb": _backward, "_acc": _accumulate, "_gnone": _grad_none,
                "_rgrad": _read_grad, "_ufunc": _ufunc, "_write": _write, "_item": _item,
                "_F": self.formula_ns}
+        later = _used_later(self.steps, set(_result_slots(self.result)))
         lines = ["def _program(A):"]
         emit = lines.append
         n_args = 0
@@ -89,6 +90,10 @@ class Program:
                     env[f"P{i}"] = params or {}
                     emit(f"    v{out} = _opf(N{i}, F{i}, ({args}{',' if len(ins) == 1 else ''}), P{i}, "
                          f"{st[10]!r})")
+                elif st[11] is not None:        # the forward is this operator (Op.expr)
+                    emit(f"    v{out} = " + st[11].format(*(f"v{s}" for s in ins)))
+                    if needs_fix:
+                        fix(out)
                 else:
                     if params:
                         env[f"P{i}"] = params
@@ -117,7 +122,10 @@ class Program:
                 fix(st[1])
             elif k == "acc":
                 env[f"T{i}"] = st[1]
-                emit(f"    _acc(T{i}, v{st[2]}, {st[3]!r})")
+                # Note [stealing a gradient]: an array this call computed, that owns its memory
+                # and that no later step reads, becomes .grad as it is
+                steal = st[3] and st[2] not in later[i]
+                emit(f"    _acc(T{i}, v{st[2]}, {steal!r})")
             elif k == "grad_none":
                 env[f"T{i}"] = st[1]
                 emit(f"    _gnone(T{i})")
@@ -125,13 +133,13 @@ class Program:
                 env[f"T{i}"] = st[2]
                 emit(f"    v{st[1]} = _rgrad(T{i})")
             elif k == "ufunc":
-                name, t, s, v, is_slot = st[1:6]
-                env[f"T{i}"] = t
+                name, t, s, v, is_slot, pos = st[1:7]
+                env[f"T{i}"], env[f"W{i}"] = t, pos
                 if not is_slot:
                     env[f"K{i}"] = v
-                emit(f"    _ufunc({name!r}, T{i}, v{s}, {f'v{v}' if is_slot else f'K{i}'})")
+                emit(f"    _ufunc({name!r}, T{i}, v{s}, {f'v{v}' if is_slot else f'K{i}'}, W{i})")
             elif k == "write":
-                env[f"T{i}"] = st[1]
+                env[f"T{i}"] = st[1]     # (a position per write: st[4], None for now)
                 emit(f"    _write(T{i}, v{st[2]}, v{st[3]})")
             elif k == "guard":
                 env[f"E{i}"] = st[2]
@@ -239,6 +247,36 @@ class Program:
         return f"<program of {self.name}: {len(self.steps)} steps>"
 
 
+def _used_later(steps, results=()):
+    """For each step index, the slots some later step reads, or the call returns (what a step
+    may not give away)."""
+    reads = []
+    for st in steps:
+        k = st[0]
+        if k == "op":
+            r = set(st[4])
+        elif k == "formula":
+            r = {st[4]} | {s for s in (st[5] or ()) if s is not None}
+        elif k == "backward":
+            r = {st[3]}
+        elif k == "add":
+            r = {st[2], st[3]}
+        elif k in ("acc", "guard"):
+            r = {st[2] if k == "acc" else st[1]}
+        elif k == "ufunc":
+            r = {st[3]} | ({st[4]} if st[5] else set())
+        elif k == "write":
+            r = {st[2], st[3]}
+        else:
+            r = set()
+        reads.append(r)
+    out, acc = [None] * len(steps), set(results)
+    for i in range(len(steps) - 1, -1, -1):
+        out[i] = set(acc)
+        acc |= reads[i]
+    return out
+
+
 def _result_slots(result):
     if isinstance(result, tuple) and len(result) == 3 and result[0] == "slot":
         yield result[1]
@@ -333,12 +371,12 @@ def _read_grad(t):
     return g._data
 
 
-def _ufunc(name, t, arr, value):
+def _ufunc(name, t, arr, value, pos):
     record_values(t)
     if arr is not t._data or not backend.ufunc_inplace(name, arr, value):
         raise GuardFailed("an in-place update no longer fits")
     t._version[0] += 1
-    note_write(t)
+    note_write(t, pos)
 
 
 def _write(t, arr, src):

@@ -235,9 +235,10 @@ def made_by(tensor) -> Break | None:
 
 # -- in-place writes ---------------------------------------------------------------------------------
 
-def note_write(target) -> None:
-    """Called after an in-place write bumped ``target``'s version counter: remember where."""
-    pos = SOURCE_POS.get() or caller_pos()
+def note_write(target, pos=None) -> None:
+    """Called after an in-place write bumped ``target``'s version counter: remember where
+    (``pos``: where the write was written, when the caller knows; else the running position)."""
+    pos = pos or SOURCE_POS.get() or caller_pos()
     counter = target._version
     rec = (counter[0], pos)
     if len(counter) == 1:

@@ -28,6 +28,7 @@ __all__ = ["add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "sin"
 class Add(Op):
     """a + b, broadcasting."""
     __slots__ = ()
+    expr = "{0} + {1}"
     promote = True
     def forward(self, a, b):
         try:
@@ -47,6 +48,7 @@ class Add(Op):
 class Sub(Op):
     """a - b, broadcasting."""
     __slots__ = ()
+    expr = "{0} - {1}"
     promote = True
     def forward(self, a, b):
         return a - b
@@ -61,6 +63,7 @@ class Sub(Op):
 class Mul(Op):
     """a * b, broadcasting."""
     __slots__ = ()
+    expr = "{0} * {1}"
     promote = True
     def forward(self, a, b):
         if self._record:        # torch: keep y only for x's gradient and x only for y's
@@ -84,6 +87,7 @@ class Mul(Op):
 class Div(Op):
     """a / b (true division), broadcasting; IEEE results at b = 0."""
     __slots__ = ()
+    expr = "{0} / {1}"
     promote = True
     floating = True
     def forward(self, a, b):

@@ -14,6 +14,7 @@ class Matmul(Op):
     """a @ b: dot product (1-D @ 1-D), matrix-vector, matrix-matrix, batched with broadcasting."""
     __slots__ = ()
     promote = True
+    expr = "{0} @ {1}"          # (a compiled program checked the shapes when it was captured)
 
     def forward(self, a, b):
         if a.ndim == 0 or b.ndim == 0:

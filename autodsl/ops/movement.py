@@ -434,13 +434,22 @@ def sum_to(x: Tensor, shape) -> Tensor:
     return apply(SumTo, x, shape=shape)
 
 
+def _swap_last(a):
+    """Transpose's forward for (-1, -2) without its checks: a view, so exactly its values."""
+    n = a.ndim
+    if n < 2:
+        return a
+    perm = list(range(n))
+    perm[-1], perm[-2] = n - 2, n - 1
+    return namespace_of(a).permute_dims(a, tuple(perm))
+
+
 # what backward formulas use of this module (Note [one formula], ops/formula.py)
 _sum_to_arrays = forward_of(SumTo)
 _expand_arrays = forward_of(Expand)
 _reshape_arrays = forward_of(Reshape)
-_transpose_arrays = forward_of(Transpose)
 define("sum_to", lambda a, shape: a if a.shape == shape else _sum_to_arrays(a, shape), sum_to)
 define("expand", lambda a, shape: a if a.shape == shape else _expand_arrays(a, shape),
        lambda t, shape: expand(t, *shape))
 define("reshape", _reshape_arrays, lambda t, shape: reshape(t, *shape))
-define("mT", lambda a: _transpose_arrays(a, -1, -2), lambda t: transpose(t, -1, -2))
+define("mT", _swap_last, lambda t: transpose(t, -1, -2))

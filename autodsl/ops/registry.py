@@ -78,6 +78,9 @@ class Op(Node):
     promote = False       # True or a tuple of input positions: compute in one promoted dtype
     moves_device = False  # the output may be on another device than the inputs (to())
     floating = False      # integer inputs are computed in the default float dtype (exp, div, ...)
+    # the forward on floating inputs, when it is one Python operator ("{0} * {1}"): what a
+    # compiled program writes instead of calling forward (core/program.py)
+    expr = None
 
     def save_for_backward(self, *tensors) -> None:
         if self._record:
