@@ -126,7 +126,7 @@ def test_reductions_and_wrong_results_are_refused():
         ad.plot(lambda x: x.sum(), -1, 1)
     with pytest.raises(ad.TypeError_, match="forget `return`"):
         ad.plot(lambda x: None, -1, 1)
-    with pytest.raises(ad.TypeError_, match="needs the function itself"):
+    with pytest.raises(ad.TypeError_, match="f is a tensor, so give the leaf x it is computed from"):
         ad.plot(ad.tensor(1.0) ** 3, -1, 1)
     with pytest.raises(ad.ValueError_, match="smaller to a larger"):
         ad.plot(cubic, 1, -1)
@@ -144,8 +144,77 @@ def test_language_refusals_explain_the_batched_call():
         run_lang(s, "def g(x) { if x > 0 { return x } else { return -x } }\nplot(g, -1, 1)")
     assert e.value.line == 1                      # where f failed
     assert "201 elements" in e.value.message and "where(x > 0, a, b)" in e.value.message
-    with pytest.raises(ad.TypeError_, match=r"def f\(x\)"):
+    with pytest.raises(ad.TypeError_, match=r"give the leaf x .* plot\(f, x, -2, 2\) .* def f\(x\)"):
         run_lang(s, "x = tensor(1.0, requires_grad=true)\nplot(x^3 - 2*x, -2, 2)")
+
+
+# -- a tensor f of one leaf x: one batched replay of its graph ----------------------------------------
+
+def test_a_tensor_after_backward_gives_the_function_s_numbers_bit_for_bit():
+    x = ad.tensor(0.5, requires_grad=True)
+    y = x ** 3 - 2 * x
+    y.backward()                                       # frees y's saved values: the replay does not mind
+    p = ad.plot(y, x, -2, 2)
+    q = ad.plot(cubic, -2, 2)
+    for a, b in ((p.x, q.x), (p.y, q.y), (p.dy, q.dy)):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert p.dy.numpy()[0] == 10.0 and p.dy.numpy()[100] == -2.0
+    assert x.item() == 0.5 and x.grad.item() == 3 * 0.25 - 2 and y.item() == 0.125 - 1.0
+    assert "near x = -0.8165, 0.8165" in p.text
+
+
+def test_a_tensor_with_other_leaves_keeps_their_values_and_grads():
+    x = ad.tensor(0.0, requires_grad=True)
+    w = ad.tensor(2.0, requires_grad=True)
+    b = ad.tensor(-1.0, requires_grad=True)
+    h = ad.tanh(x) * w + b
+    p = ad.plot(h, x, -1, 3, points=41)
+    xs = np.linspace(-1, 3, 41)
+    np.testing.assert_allclose(p.y.numpy(), np.tanh(xs) * 2 - 1, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(p.dy.numpy(), 2 * (1 - np.tanh(xs) ** 2), rtol=1e-14, atol=1e-15)
+    assert w.grad is None and b.grad is None and x.grad is None
+
+
+def test_a_tensor_in_the_language_has_its_expression_as_title():
+    s = ad.Session()
+    _, out = run_lang(s, "x = tensor(0.5, requires_grad=true)\ny = x^3 - 2*x\ny.backward()\nplot(y, x, -2, 2)")
+    lines = out.rstrip("\n").splitlines()
+    assert lines[0].strip() == "y(x) = x^3 - 2*x"
+    assert "y(x)" in lines[2] and "dy/dx" in lines[3]
+    assert lines[-2] == "201 points, x from -2 to 2: y(x) from -4 to 4, dy/dx from -2 to 10"
+
+
+def test_a_tensor_that_is_not_elementwise_in_x_is_refused_naming_the_op():
+    x = ad.tensor(0.5, requires_grad=True)
+    w = ad.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(ad.ValueError_, match="f is not elementwise in x: SumBackward at .* lies between x and f"):
+        ad.plot((x * w).sum(), x, -1, 1)
+    s = ad.Session()
+    with pytest.raises(ad.ValueError_) as e:
+        run_lang(s, "x = tensor(0.5, requires_grad=true)\nv = tensor([1.0, 2.0])\nf = (x * v) @ v\nplot(f, x, -1, 1)")
+    assert e.value.message.startswith("plot(): f is not elementwise in x: MatmulBackward at 3:13 `(x * v) @ v`")
+    ok = (x * w.sum()).exp()               # a reduction that does not depend on x is fine
+    np.testing.assert_allclose(ad.plot(ok, x, 0, 1, points=3).y.numpy(), np.exp(3 * np.array([0, 0.5, 1])))
+
+
+def test_a_tensor_refusals():
+    x = ad.tensor(0.5, requires_grad=True)
+    other = ad.tensor(1.0, requires_grad=True)
+    with pytest.raises(ad.ValueError_, match=r"f uses the result of gt at .* plot a function instead"):
+        ad.plot(ad.where(x > 0, x, -x), x, -1, 1)
+    with pytest.raises(ad.ValueError_, match=r"f must have one element, but it has shape \(2,\)"):
+        ad.plot(x * ad.tensor([1.0, 2.0]), x, -1, 1)
+    with pytest.raises(ad.ValueError_, match="h must be a leaf that requires grad"):
+        h = x * 2
+        ad.plot(h * h, h, -1, 1)
+    with pytest.raises(ad.ValueError_, match="f is not computed from other"):
+        ad.plot(x * 2, other, -1, 1)
+    with pytest.raises(ad.AutogradError, match="f has no graph"):
+        ad.plot(ad.tensor(2.0) * 3, x, -1, 1)
+    with pytest.raises(ad.TypeError_, match="takes a function and two numbers"):
+        ad.plot(cubic, x, -1, 1)
+    with pytest.raises(ad.TypeError_, match="x must be the tensor f is computed from, not a number"):
+        ad.plot(x * 2, 0.5, -1, 1)
 
 
 # -- the chart ---------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""``plot(f, lo, hi)``: a function of one variable and its derivative, drawn in the terminal.
+"""``plot(f, lo, hi)``: a function of one variable and its derivative, drawn in the terminal
+(``plot(f, x, lo, hi)`` for a tensor f computed from x: its graph replayed at all the points).
 
 The curve and its derivative come from ONE batched evaluation: ``f`` is called
 once on a 1-D tensor of all the sample points, and one vector-Jacobian product
@@ -25,10 +26,15 @@ from autodsl.core.grad_mode import enable_grad
 from autodsl.core.trace import tracing
 from autodsl.core.watch import quiet
 from autodsl.ops.creation import linspace, ones_like, tensor
-from autodsl.errors import DSLError, RuntimeError_, ShapeError, TypeError_, ValueError_
+from autodsl.errors import AutogradError, DSLError, RuntimeError_, ShapeError, TypeError_, ValueError_
 from autodsl.core.autograd import grad
 from autodsl.context import current
 from autodsl.core.tensor import Tensor
+from autodsl.core import replay
+from autodsl.names import names_of
+from autodsl.ops import elementwise
+from autodsl.ops.registry import REGISTRY
+from autodsl.source import format_pos, pos_text
 
 __all__ = ["plot", "Plot"]
 
@@ -62,8 +68,9 @@ class Plot:
     __repr__ = __str__
 
 
-def plot(f, lo, hi, *, points=201, width=None, height=None, file=None, title=None) -> Plot:
-    """Draw ``f(x)`` and its derivative df/dx for x from ``lo`` to ``hi``, in the terminal.
+def plot(f, *bounds, points=201, width=None, height=None, file=None, title=None) -> Plot:
+    """Draw ``f(x)`` and its derivative df/dx for x from ``lo`` to ``hi``, in the terminal:
+    ``plot(f, lo, hi)`` for a function f, ``plot(f, x, lo, hi)`` for a tensor f computed from x.
 
     ``f``: a function of one tensor argument that acts elementwise (a language
     ``def``, a Python callable, or a built-in such as ``tanh``); it is called
@@ -76,25 +83,49 @@ def plot(f, lo, hi, *, points=201, width=None, height=None, file=None, title=Non
     evaluating ``f`` again on three of the points; a function that mixes them
     (or gives different values each time) is refused.
 
+    Or ``f`` is a tensor with one element computed from ``x``, a leaf with one element that
+    requires grad (``x = tensor(0.5, requires_grad=true); f = x^3 - 2*x``): f's recorded
+    graph is evaluated again at all the points at once (one batched replay, core/replay.py;
+    it works after ``f.backward()`` too), and df/dx comes from one backward of that replay.
+    Every op between x and f must then be elementwise (``+ - * / ^``, ``exp``, ``tanh``,
+    ``relu``, ``where``, ...: a sum, a matmul or an index is refused, naming it), and f may not
+    use a value computed from x without recording (``x > 0`` as a ``where`` condition: plot
+    the function instead). Other leaves keep their values; nothing is touched.
+
     ``width``/``height``: the chart's size in characters (default: fit the
     terminal; without a terminal a fixed 72 x 20, so output is reproducible).
     ``title``: the chart's title (default: ``f(x) = <the expression>`` when
-    ``f`` is a language function that returns one expression, else ``f(x)``).
+    ``f`` is a language function that returns one expression or a tensor made by one
+    expression, else ``f(x)``).
     ``file``: also write the picture to ``"f.svg"`` (or ``.png``, ``.pdf``)
     with matplotlib. Colors only on a terminal (and not when NO_COLOR is set).
 
     Returns a Plot: printed, it is the chart (with a line on where df/dx
     changes sign); ``.x``, ``.y``, ``.dy`` are the sampled values (tensors).
 
-    Raises TypeError_ (``f`` not a function, e.g. a tensor already computed
-    from ``x``; a wrong option), ValueError_ (bad range or sizes, an unknown
-    picture format, ``f`` not elementwise), ShapeError (``f`` changes the
-    shape), RuntimeError_ (matplotlib not installed for ``file=``, or the file
-    cannot be written); errors raised inside ``f`` pass through with a note.
+    Raises TypeError_ (``f`` not a function or a tensor, the wrong number of bounds, a wrong
+    option), ValueError_ (bad range or sizes, an unknown picture format, ``f`` not
+    elementwise, a tensor ``f`` or ``x`` with more than one element, ``x`` not a leaf of f's
+    graph), ShapeError (``f`` changes the shape), AutogradError (a tensor ``f`` with no
+    graph), RuntimeError_ (matplotlib not installed for ``file=``, or the file cannot be
+    written); errors raised inside ``f`` pass through with a note.
 
-    Example (language): ``def f(x) { return x^3 - 2*x }; plot(f, -2, 2)``
+    Examples (language): ``def f(x) { return x^3 - 2*x }; plot(f, -2, 2)``;
+    ``x = tensor(0.5, requires_grad=true); y = x^3 - 2*x; plot(y, x, -2, 2)``
     """
-    _check_function(f)
+    if isinstance(f, Tensor):
+        if len(bounds) != 3:
+            raise TypeError_(
+                "plot(f, x, lo, hi): f is a tensor, so give the leaf x it is computed from before the "
+                f"range, as in plot(f, x, -2, 2) (or plot a function: def f(x) {{ ... }}, then plot(f, -2, 2))")
+        x, lo, hi = bounds
+        root, x_node = _graph_of(f, x)
+    else:
+        _check_function(f)
+        if len(bounds) != 2:
+            raise TypeError_(f"plot(f, lo, hi) takes a function and two numbers, the range, but got "
+                             f"{len(bounds) + 1} arguments before the options")
+        lo, hi = bounds
     lo, hi = _bound(lo, "lo"), _bound(hi, "hi")
     if not lo < hi:
         raise ValueError_(f"plot(): the range must go from a smaller to a larger number, got lo={_num(lo)} "
@@ -110,8 +141,12 @@ def plot(f, lo, hi, *, points=201, width=None, height=None, file=None, title=Non
     w = default_w if width is None else _int_option(width, "width", 30, 1000)
     h = default_h if height is None else _int_option(height, "height", 8, 500)
 
-    xs, ys, dys, ytext = _evaluate(f, lo, hi, n)
-    name, var = _names(f)
+    if isinstance(f, Tensor):
+        xs, ys, dys, ytext = _evaluate_graph(root, x_node, x, lo, hi, n)
+        name, var = _tensor_name(f, "f"), _tensor_name(x, "x")
+    else:
+        xs, ys, dys, ytext = _evaluate(f, lo, hi, n)
+        name, var = _names(f)
     label_f, label_df = f"{name}({var})", f"d{name}/d{var}"
     if title is None:
         title = f"{label_f} = {ytext}" if ytext else label_f
@@ -133,15 +168,82 @@ def plot(f, lo, hi, *, points=201, width=None, height=None, file=None, title=Non
 
 # -- evaluation ---------------------------------------------------------------------------------
 
+# the ops a batched replay may run between x and f: one value per point in, one out
+_ELEMENTWISE = frozenset(info.cls for info in REGISTRY.values()
+                         if info.cls.__module__ == elementwise.__name__ or info.name == "to")
+
+
+def _graph_of(f: Tensor, x) -> tuple:
+    """(f's graph node, x's node) for ``plot(f, x, lo, hi)``, after checking both."""
+    fname, xname = _tensor_name(f, "f"), _tensor_name(x, "x")
+    if not isinstance(x, Tensor):
+        raise TypeError_(f"plot(f, x, lo, hi): x must be the tensor {fname} is computed from, not {_kind(x)}")
+    if f.numel() != 1 or x.numel() != 1:
+        which, t = (fname, f) if f.numel() != 1 else (xname, x)
+        raise ValueError_(f"plot(f, x, lo, hi) draws a function of one number: {which} must have one element, "
+                          f"but it has shape {t.shape}; plot one element, such as {which}[0], or the sum")
+    if not x.requires_grad or x.grad_fn is not None:
+        raise ValueError_(f"plot(f, x, lo, hi): {xname} must be a leaf that requires grad (made with "
+                          f"requires_grad=true), so that {fname}'s graph records what it does with {xname}"
+                          + ("" if x.requires_grad else f"; {xname} does not require grad"))
+    root, x_node = f.grad_fn, replay.node_of(x)
+    if root is None and f is not x:
+        raise AutogradError(f"plot(): {fname} has no graph: it was not computed from {xname}; compute it "
+                            f"from {xname} (made with requires_grad=true)")
+    return root, x_node
+
+
+def _evaluate_graph(root, x_node, x, lo, hi, n):
+    """(x, f(x), df/dx, the expression text or None) for a tensor f: one batched replay of its
+    graph at all the points (recorded), and one backward of it."""
+    fname, xname = _tensor_name(_output(root), "f"), _tensor_name(x, "x")
+    xs = linspace(lo, hi, n, dtype=backend.float64, device=x.device)
+    if root is None:                                  # f is x itself
+        return backend.to_host(xs._data), backend.to_host(xs._data), np.ones(n), None
+    ops, leaves = replay.graph_order([root], [x_node])
+    if x_node not in leaves:
+        raise ValueError_(f"plot(f, x, lo, hi): {fname} is not computed from {xname} (it is not in "
+                          f"{fname}'s graph); give the leaf {fname} depends on")
+    on_x = replay.dependents(ops, [x_node])
+    for node in ops:
+        if node in on_x and type(node) not in _ELEMENTWISE:
+            at = format_pos(node.pos)
+            raise ValueError_(
+                f"plot(): {fname} is not elementwise in {xname}: {node.name}{f' at {at}' if at else ''} lies "
+                f"between {xname} and {fname}, and plot() evaluates {fname} at all {n} points in one batched "
+                "replay, where only elementwise ops (+ - * / ^, exp, tanh, relu, where, ...) keep the points "
+                f"apart; write {fname} with elementwise ops of {xname}")
+    fixed = replay.fixed_inputs([root], [x_node], ops)
+    if fixed:
+        raise ValueError_(f"plot(): {replay.fixed_sentence(fixed[0], fname)} at the other points; plot a "
+                          f"function instead (def f({xname}) {{ ... }}, then plot(f, lo, hi)), which computes "
+                          "it again at every point")
+    with tracing(False), quiet(), enable_grad():
+        xs.requires_grad_(True)
+        xb = xs if x.ndim <= 1 else xs.reshape(n, *([1] * (x.ndim - 1)))
+        out = replay.evaluate([root], {x_node: xb}, record=True).outputs[root]
+        ys = out.reshape(n) if out.requires_grad else out
+        (dys,) = grad(ys, xs, grad_outputs=ones_like(ys), allow_unused=True) if ys.requires_grad else (None,)
+    text = pos_text(root.pos) if root.pos and root.pos[2] is not None else None
+    text = text if text is None or len(text) <= 50 else text[:47] + "..."
+    return (backend.to_host(xs._data), _host(ys, n), np.zeros(n) if dys is None else _host(dys, n), text)
+
+
+def _output(node):
+    ref = getattr(node, "_out_ref", None)
+    return ref() if ref is not None else None
+
+
+def _tensor_name(t, default: str) -> str:
+    names = names_of(t) if t is not None else []
+    return names[0] if names else default
+
+
 def _check_function(f) -> None:
-    if isinstance(f, Tensor):
-        raise TypeError_(
-            "plot() needs the function itself, not a value already computed from x: a tensor holds "
-            "one value, and cannot be evaluated again at other points. Define the function and pass "
-            "it: def f(x) { return x^3 - 2*x }, then plot(f, -2, 2)")
     if not callable(f) or isinstance(f, type):
-        raise TypeError_(f"plot() needs a function of one variable as its first argument, not "
-                         f"{_kind(f)}; for example def f(x) {{ return x^3 - 2*x }}, then plot(f, -2, 2)")
+        raise TypeError_(f"plot() needs a function of one variable as its first argument (or a tensor, "
+                         f"with the leaf it is computed from: plot(f, x, lo, hi)), not {_kind(f)}; for "
+                         "example def f(x) { return x^3 - 2*x }, then plot(f, -2, 2)")
 
 
 def _evaluate(f, lo, hi, n):
