@@ -289,12 +289,43 @@ def test_float32():
 
 # ---- what explain cannot explain -------------------------------------------------------------
 
-def test_after_backward_without_retain_graph():
+def test_after_backward_without_retain_graph_the_graph_is_replayed():
     s = session(CHAIN + "f.backward()\n")
+    e = explain_in(s, "explain(f, w1)")
+    assert str(e) == ("df/dw1 = df/dk * dk/dq * dq/dp * dp/dw1\n"
+                      "       = 60.75 * (-1.5) * 1.0 * 4.0\n"
+                      "       = -364.5")
+    assert e.paths[0].factors == [60.75, -1.5, 1.0, 4.0] and float(e.total) == -364.5
+    assert float(explain_in(s, "explain(f, q)").total) == 60.75 * -1.5        # an intermediate x
+    assert float(explain_in(s, "explain(f, b)").total) == -91.125
+    assert float(s.namespace["w1"].grad) == -364.5        # unchanged by explain
+    with pytest.raises(AutogradError, match="retain_graph=true"):
+        s.run("f.backward()")                              # the user's graph is still freed
+
+
+def test_after_backward_tensors_and_shared_inputs_match_grad():
+    rng = np.random.default_rng(3)
+    w = ad.tensor(rng.standard_normal((2, 3)).tolist(), requires_grad=True)
+    v = ad.tensor(rng.standard_normal(3).tolist(), requires_grad=True)
+    h = ad.tanh(w @ v)
+    loss = (h * h).sum() + (w * w).sum()
+    (expected,) = ad.grad(loss, [w], retain_graph=True)
+    loss.backward()
+    e = ad.explain(loss, w, names={"w": w, "v": v, "h": h, "loss": loss})
+    assert e.n_paths == 4
+    np.testing.assert_allclose(e.total, expected.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(e.total, w.grad.numpy(), rtol=1e-12)     # the paths summed in another order
+
+
+def test_after_backward_and_an_update_the_graph_cannot_be_replayed():
+    s = session(CHAIN + "f.backward()\nno_grad { w1 -= 0.1 * w1.grad }\n")
     with pytest.raises(AutogradError) as err:
         s.run("explain(f, w1)")
-    msg = str(err.value)
-    assert "freed by an earlier backward" in msg and "retain_graph=true" in msg
+    msg = err.value.message
+    assert msg.startswith("explain needs the values inside f's graph, which a backward freed, and evaluating "
+                          "that graph again gives ")
+    assert "not f's value -91.125: a tensor it was computed from changed since" in msg
+    assert "retain_graph=true" in msg
 
 
 def test_after_backward_with_retain_graph():
@@ -424,6 +455,17 @@ def test_repl_explain():
     out.truncate()
     r.handle(":explain f nothere")
     assert "`nothere` is not defined" in out.getvalue()
+
+
+def test_repl_explain_after_backward():
+    out = io.StringIO()
+    r = Repl(ad.Session(out=out), out=out)
+    for line in (CHAIN + "f.backward()").splitlines():
+        r.handle(line)
+    r.handle(":explain f w1")
+    assert out.getvalue() == ("df/dw1 = df/dk * dk/dq * dq/dp * dp/dw1\n"
+                              "       = 60.75 * (-1.5) * 1.0 * 4.0\n"
+                              "       = -364.5\n")
 
 
 def test_repl_explain_of_an_expression_with_spaces():

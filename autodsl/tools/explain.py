@@ -9,7 +9,10 @@ summarized, and exactly for one element of ``x`` with ``element=``.
 
 The numbers come from the nodes' own backward functions (each node applied to
 the gradient along the path), so they are what ``backward()`` computes, and
-the paths add up to ``grad(f, x)``.
+the paths add up to ``grad(f, x)``. After a ``backward()`` freed the values the
+nodes saved, f's graph is made again by a recorded replay at the current values
+(``core/replay.py``), which gives the same numbers as long as nothing f was
+computed from has changed since (checked: f's value must come out bit for bit).
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from autodsl.names import names_by_id
 from autodsl.core.tensor import Tensor
 from autodsl.textfmt import format_array, format_number
 from autodsl.core.autograd import grad
+from autodsl.core import replay
 
 __all__ = ["explain", "Explanation", "PathTerm"]
 
@@ -149,8 +153,9 @@ class Explanation:
 def explain(f, x, element=None, names=None, max_paths: int = 16) -> Explanation:
     """The chain rule for df/dx written out, with the user's names for intermediates.
 
-    ``f``: a scalar tensor (any dtype that requires grad) whose graph is still alive
-    (before ``backward()``, or after ``backward(retain_graph=true)``). ``x``: a tensor
+    ``f``: a scalar tensor (any dtype that requires grad), before or after ``backward()``
+    (when a backward freed its saved values, its graph is evaluated again at the current
+    values of its leaves, which must not have changed since f was computed). ``x``: a tensor
     that ``f`` depends on (a leaf or an intermediate). ``element``: an index into ``x``
     (``[0, 1]``) to see each path's share of that element; without it a tensor's paths
     are summarized. ``names``: {name: tensor} (a Session supplies its variables; from
@@ -168,8 +173,9 @@ def explain(f, x, element=None, names=None, max_paths: int = 16) -> Explanation:
     lead from f to x) for programs; from Python also ``.paths`` (PathTerms).
 
     Raises TypeError_ for non-tensors, ValueError_ when f is not a scalar or does not
-    require grad, IndexError_ for a bad ``element``, AutogradError when the graph was
-    freed by an earlier backward.
+    require grad, IndexError_ for a bad ``element``, AutogradError when a backward freed
+    the graph's saved values and a tensor f was computed from has changed since (an
+    in-place update), or a node of the graph cannot be evaluated again.
 
     Example: ``explain(f, w1)``
     """
@@ -199,18 +205,24 @@ def explain(f, x, element=None, names=None, max_paths: int = 16) -> Explanation:
     if element is not None:
         element = _element(element, x.shape)
 
-    reach = _reaching(f.grad_fn, target)
-    n_paths = _count_paths(f.grad_fn, target, reach)
-    paths = []
-    with grad_mode.no_grad(), ieee():
-        seed = Tensor(backend.xp(f.device).ones(f._data.shape, dtype=f._data.dtype), _device=f.device)
-        for route in _paths(f.grad_fn, target, reach, max_paths):
-            paths.append(_term(route, seed, f, x, by_id, labels))
-        hooked = sorted((n for n in reach if n._pre_hooks), key=lambda n: -n.seq_nr)
-        total = _total(f, x, target, n_paths, paths, with_hooks=bool(hooked))
     f_name = _tensor_name(f, by_id) or _node_name(f.grad_fn, by_id, labels)
     x_name = _tensor_name(x, by_id) or (_node_name(x.grad_fn, by_id, labels) if x.grad_fn is not None
                                         else "x")
+    root, f_now, x_now, orig = f.grad_fn, f, x, None
+    reach = _reaching(root, target)
+    if any(n._released for n in reach):         # a backward freed the saved values: make the graph again
+        root, target, f_now, x_now, orig = _again(f, x, target, f_name)
+        reach = _reaching(root, target)
+    n_paths = _count_paths(root, target, reach)
+    paths = []
+    with grad_mode.no_grad(), ieee():
+        seed = Tensor(backend.xp(f.device).ones(f._data.shape, dtype=f._data.dtype), _device=f.device)
+        for route in _paths(root, target, reach, max_paths):
+            paths.append(_term(route, seed, by_id, labels, orig))
+        hooked = sorted((n for n in reach if n._pre_hooks), key=lambda n: -n.seq_nr)
+        total = _total(f_now, x_now, n_paths, paths, with_hooks=bool(hooked))
+    if orig:
+        hooked = [orig.get(n, n) for n in hooked]
     for p in paths:
         if len(p.names) == 1:       # x is f itself: the empty path, df/df = 1
             p.names[0] = f_name
@@ -291,7 +303,25 @@ def _paths(root, target, reach, limit):
                 stack.append((nxt, ((node, i), link)))
 
 
-def _term(route, seed, f, x, by_id, labels) -> PathTerm:
+def _again(f, x, target, f_name):
+    """(root, target, f, x, {new node: old}) of f's graph made again by a recorded replay at
+    the current values (core/replay.py), whose nodes hold saved values again. Raises
+    AutogradError when that does not give f's value: a tensor it came from changed since."""
+    rep = replay.evaluate([f.grad_fn], record=True, keep=[target])
+    f_now = rep.outputs[f.grad_fn]
+    if not replay.same_values(f_now._data, f._data):
+        raise AutogradError(
+            f"explain needs the values inside {f_name}'s graph, which a backward freed, and evaluating that "
+            f"graph again gives {_summary(backend.to_host(f_now._data))}, not {f_name}'s value "
+            f"{_summary(backend.to_host(f._data))}: a tensor it was computed from changed since (an in-place "
+            "update such as w -= lr * w.grad); call explain before changing it, or use "
+            "backward(retain_graph=true)")
+    fresh = rep.fresh
+    x_now = rep.outputs[target] if x.grad_fn is not None and target in rep.outputs else x
+    return fresh[f.grad_fn], fresh.get(target, target), f_now, x_now, {n: o for o, n in fresh.items()}
+
+
+def _term(route, seed, by_id, labels, orig=None) -> PathTerm:
     g = seed
     flows, factors = [], []
     scalar = True
@@ -315,7 +345,8 @@ def _term(route, seed, f, x, by_id, labels) -> PathTerm:
         g = nxt
     names = [None]
     for n, i in route:
-        name = _node_name(n.next_edges[i], by_id, labels)
+        nxt = n.next_edges[i]
+        name = _node_name(orig.get(nxt, nxt) if orig else nxt, by_id, labels)
         if n.next_edges.count(n.next_edges[i]) > 1:      # x * x: say which factor the path goes through
             name += f" [operand {i + 1}]"
         names.append(name)
@@ -329,7 +360,7 @@ def _local(node, i, like):
     return 0.0 if outs[i] is None else _scalar(backend.to_host(outs[i]._data))
 
 
-def _total(f, x, target, n_paths, paths, with_hooks=False):
+def _total(f, x, n_paths, paths, with_hooks=False):
     if n_paths == len(paths) and not with_hooks:
         total = None
         for p in paths:
