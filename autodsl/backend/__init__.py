@@ -46,7 +46,7 @@ __all__ = [
     "is_floating", "namespace_of", "dtype_of", "device_of", "asarray", "may_share_memory",
     "scatter_add", "native_dtype", "kind_of", "copy", "ufunc_inplace", "unshared", "where", "zero_of", "writeable", "contiguous", "getitem",
     "setitem", "random_uniform", "random_normal", "fp_errors_off", "fp_errors_restore", "broadcast_shapes",
-    "use_namespace", "namespace_name", "SCALAR_TYPES", "HOST_BOOL", "HOST_INT", "HOST_FLOAT",
+    "use_namespace", "namespace_name", "SCALAR_TYPES", "inplace_ufunc", "reduce_sum", "reduce_mean", "swap_last", "HOST_BOOL", "HOST_INT", "HOST_FLOAT",
     "is_host_array", "scalar_array", "NAMESPACES",
 ]
 
@@ -482,6 +482,43 @@ def where(cond, a, b):
 
 
 _UFUNCS = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.true_divide}
+
+
+def reduce_sum(a, axis, keepdims: bool):
+    """``xp.sum(a, axis=axis, keepdims=keepdims)``; on a NumPy array straight through
+    ``np.add.reduce``, which is what ``np.sum`` calls (the same result, without its wrapper)."""
+    if type(a) is np.ndarray:
+        return _add_reduce(a, axis=axis, keepdims=keepdims)
+    return namespace_of(a).sum(a, axis=axis, keepdims=keepdims)
+
+
+def reduce_mean(a, axis, keepdims: bool, count: int):
+    """``xp.mean(a, axis=axis, keepdims=keepdims)`` of ``count`` elements per result; on a
+    floating NumPy array, the sum over ``np.add.reduce`` divided by the count, which is what
+    ``np.mean`` computes for float32 and float64."""
+    if type(a) is np.ndarray and a.dtype.kind == "f" and a.dtype.itemsize >= 4:
+        return _add_reduce(a, axis=axis, keepdims=keepdims) / count
+    return namespace_of(a).mean(a, axis=axis, keepdims=keepdims)
+
+
+def swap_last(a):
+    """``a`` with its last two dims swapped (a view; ``a`` itself below 2 dims)."""
+    n = a.ndim
+    if n < 2:
+        return a
+    if type(a) is np.ndarray:
+        return a.swapaxes(-1, -2)
+    perm = list(range(n))
+    perm[-1], perm[-2] = n - 2, n - 1
+    return namespace_of(a).permute_dims(a, tuple(perm))
+
+
+_add_reduce = np.add.reduce
+
+
+def inplace_ufunc(name: str):
+    """The NumPy ufunc ``ufunc_inplace(name, ...)`` calls (a compiled program calls it directly)."""
+    return _UFUNCS[name]
 
 
 def ufunc_inplace(name: str, arr, other) -> bool:

@@ -52,19 +52,17 @@ class Program:
         self.formula_ns = capture.formula_ns
         self.arg_paths = [st[2] for st in self.steps if st[0] == "arg"]
         self.trace = None
-        kinds = [st[0] for st in self.steps]
-        first_effect = next((i for i, k in enumerate(kinds) if k in _EFFECTS), len(kinds))
-        self.transactional = any(k in _GUARDS for k in kinds[first_effect:])
+        self.transactional = _guard_after_effect(self.steps)
         self._fn = self._build()
 
     # -- code ----------------------------------------------------------------------------
     def _build(self):
         env = {"_SC": backend.SCALAR_TYPES, "_s2a": backend.scalar_array, "_GF": GuardFailed,
                "_opf": _op_recording, "_opb": _backward, "_acc": _accumulate, "_gnone": _grad_none,
-               "_rgrad": _read_grad, "_ufunc": _ufunc, "_write": _write, "_item": _item,
+               "_rgrad": _read_grad, "_rv": record_values, "_nw": note_write, "_write": _write, "_item": _item,
                "_F": self.formula_ns}
         later = _used_later(self.steps, set(_result_slots(self.result)))
-        lines = ["def _program(A):"]
+        lines = ["def _program(A, J):"]
         emit = lines.append
         n_args = 0
 
@@ -125,22 +123,26 @@ class Program:
                 # Note [stealing a gradient]: an array this call computed, that owns its memory
                 # and that no later step reads, becomes .grad as it is
                 steal = st[3] and st[2] not in later[i]
-                emit(f"    _acc(T{i}, v{st[2]}, {steal!r})")
+                emit(f"    _acc(T{i}, v{st[2]}, {steal!r}, J)")
             elif k == "grad_none":
                 env[f"T{i}"] = st[1]
-                emit(f"    _gnone(T{i})")
+                emit(f"    _gnone(T{i}, J)")
             elif k == "read_grad":
                 env[f"T{i}"] = st[2]
                 emit(f"    v{st[1]} = _rgrad(T{i})")
             elif k == "ufunc":
                 name, t, s, v, is_slot, pos = st[1:7]
-                env[f"T{i}"], env[f"W{i}"] = t, pos
+                # the capture found that NumPy computes this update in place (backend.ufunc_inplace);
+                # the guards keep the dtypes and shapes that decided it
+                env[f"T{i}"], env[f"W{i}"], env[f"U{i}"] = t, pos, backend.inplace_ufunc(name)
                 if not is_slot:
                     env[f"K{i}"] = v
-                emit(f"    _ufunc({name!r}, T{i}, v{s}, {f'v{v}' if is_slot else f'K{i}'}, W{i})")
+                value = f"v{v}" if is_slot else f"K{i}"
+                emit(f"    if J is not None: _rv(T{i})")
+                emit(f"    U{i}(v{s}, {value}, out=v{s}); T{i}._version[0] += 1; _nw(T{i}, W{i})")
             elif k == "write":
                 env[f"T{i}"] = st[1]     # (a position per write: st[4], None for now)
-                emit(f"    _write(T{i}, v{st[2]}, v{st[3]})")
+                emit(f"    _write(T{i}, v{st[2]}, v{st[3]}, J)")
             elif k == "guard":
                 env[f"E{i}"] = st[2]
                 emit(f"    if not (_item(v{st[1]}) == E{i}): raise _GF({i})")
@@ -165,11 +167,12 @@ class Program:
         token = None if ctx.ieee_depth else backend.fp_errors_off()
         try:
             if self.transactional:
+                outer = ctx.journal
                 with transaction() as log:
-                    values = self._fn(arg_arrays)
-                _merge(ctx.journal, log)
+                    values = self._fn(arg_arrays, log)
+                _merge(outer, log)
             else:
-                values = self._fn(arg_arrays)
+                values = self._fn(arg_arrays, ctx.journal)
         finally:
             if token is not None:
                 backend.fp_errors_restore(token)
@@ -245,6 +248,22 @@ class Program:
 
     def __repr__(self) -> str:
         return f"<program of {self.name}: {len(self.steps)} steps>"
+
+
+def _guard_after_effect(steps) -> bool:
+    """Can a guard fail after the program changed something? (Then it runs as a transaction.)
+    A ``.grad`` read after the program accumulated into that ``.grad`` cannot fail."""
+    effect, filled = False, set()
+    for st in steps:
+        k = st[0]
+        if k == "acc":
+            filled.add(id(st[1]))
+        elif k == "grad_none":
+            filled.discard(id(st[1]))
+        if effect and (k == "guard" or k == "read_grad" and id(st[2]) not in filled):
+            return True
+        effect = effect or k in _EFFECTS
+    return False
 
 
 def _used_later(steps, results=()):
@@ -346,9 +365,10 @@ def _backward(node, g, device):
     return tuple(None if o is None else o._data for o in outs)
 
 
-def _accumulate(t, g, steal):
+def _accumulate(t, g, steal, journal):
     """AccumulateGrad: Tensor._grad_update and _grad_commit on arrays."""
-    record_grad(t)
+    if journal is not None:
+        record_grad(t)
     old = t._grad
     if old is None:
         t._grad = new_tensor(g if steal else backend.copy(g), t.device)
@@ -359,8 +379,9 @@ def _accumulate(t, g, steal):
         old._version[0] += 1
 
 
-def _grad_none(t):
-    record_grad(t)
+def _grad_none(t, journal):
+    if journal is not None:
+        record_grad(t)
     t._grad = None
 
 
@@ -371,16 +392,9 @@ def _read_grad(t):
     return g._data
 
 
-def _ufunc(name, t, arr, value, pos):
-    record_values(t)
-    if arr is not t._data or not backend.ufunc_inplace(name, arr, value):
-        raise GuardFailed("an in-place update no longer fits")
-    t._version[0] += 1
-    note_write(t, pos)
-
-
-def _write(t, arr, src):
-    record_values(t)
+def _write(t, arr, src, journal):
+    if journal is not None:
+        record_values(t)
     if src.dtype != arr.dtype:
         src = backend.namespace_of(src).astype(src, arr.dtype)
     arr[...] = src

@@ -416,9 +416,8 @@ class SumTo(Op):
         for i, n in enumerate(shape):
             if n != 1 and a.shape[lead + i] != n:
                 raise ValueError(f"cannot sum shape {a.shape} to {shape}")
-        xp = namespace_of(a)
-        out = xp.sum(a, axis=axes, keepdims=True) if axes else a
-        return xp.reshape(out, shape)
+        out = backend.reduce_sum(a, axes, True) if axes else a
+        return namespace_of(a).reshape(out, shape)
 
     rule = "grad summed back to a's shape"
 
@@ -434,16 +433,6 @@ def sum_to(x: Tensor, shape) -> Tensor:
     return apply(SumTo, x, shape=shape)
 
 
-def _swap_last(a):
-    """Transpose's forward for (-1, -2) without its checks: a view, so exactly its values."""
-    n = a.ndim
-    if n < 2:
-        return a
-    perm = list(range(n))
-    perm[-1], perm[-2] = n - 2, n - 1
-    return namespace_of(a).permute_dims(a, tuple(perm))
-
-
 # what backward formulas use of this module (Note [one formula], ops/formula.py)
 _sum_to_arrays = forward_of(SumTo)
 _expand_arrays = forward_of(Expand)
@@ -452,4 +441,4 @@ define("sum_to", lambda a, shape: a if a.shape == shape else _sum_to_arrays(a, s
 define("expand", lambda a, shape: a if a.shape == shape else _expand_arrays(a, shape),
        lambda t, shape: expand(t, *shape))
 define("reshape", _reshape_arrays, lambda t, shape: reshape(t, *shape))
-define("mT", _swap_last, lambda t: transpose(t, -1, -2))
+define("mT", backend.swap_last, lambda t: transpose(t, -1, -2))     # a view: exactly Transpose's values

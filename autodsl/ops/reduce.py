@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import builtins
 
+import autodsl.backend as backend
 from autodsl.backend import kind_of, namespace_of
 from autodsl.errors import IndexError_, TypeError_, ValueError_
 from autodsl.ops.registry import Op, apply, defop
@@ -74,7 +75,7 @@ class Sum(_Reduction):
         xp = namespace_of(a)
         if kind_of(a.dtype) == "b":         # torch: a sum of bools counts them (int64)
             a = xp.astype(a, xp.int64)
-        return xp.sum(a, axis=axes, keepdims=keepdim)
+        return backend.reduce_sum(a, axes, keepdim)
 
     rule = "grad expanded to a's shape"
 
@@ -90,7 +91,7 @@ class Mean(_Reduction):
         self.count = 1
         for ax in axes:
             self.count *= a.shape[ax]
-        return namespace_of(a).mean(a, axis=axes, keepdims=keepdim)
+        return backend.reduce_mean(a, axes, keepdim, self.count)
 
     rule = "grad / n expanded to a's shape (n elements averaged)"
 

@@ -16,6 +16,8 @@ from fresh random numbers cannot be compiled (it runs eagerly, and says so).
 """
 from __future__ import annotations
 
+import builtins
+
 from autodsl.context import current
 from autodsl.core.capture import Capture, CaptureError
 from autodsl.core.program import GuardFailed, Program
@@ -59,10 +61,10 @@ class CompiledFunction:
                 or ctx.anomaly is not None:
             self.stats["eager"] += 1
             return self.fn(*args, **kwargs)
-        leaves, key = _flatten((args, kwargs))
+        leaves, key = _flatten((args, kwargs)) if args or kwargs else ({}, ())
         if key is not None:
             for entry in self._programs:
-                if entry[0] == key and _guards_hold(entry[2], entry[3]):
+                if entry[0] == key and entry[2]():
                     try:
                         out = entry[1].run([leaves[p]._data for p in entry[1].arg_paths])
                     except GuardFailed:
@@ -106,7 +108,7 @@ class CompiledFunction:
         if ctx.last_trace is not trace_before:
             program.trace = ctx.last_trace
             program.trace.captured_by = self.name
-        self._programs.insert(0, (key, program, names, meta))
+        self._programs.insert(0, (key, program, _guard_function(names, meta)))
         del self._programs[MAX_CAPTURES:]
         return result
 
@@ -280,6 +282,27 @@ def _paths_to(scope, t):
             for k, x in v.items():
                 if x is t:
                     yield (scope, name, k)
+
+
+def _guard_function(names, meta):
+    """The guards on outside tensors as one generated function (it runs before every replay)."""
+    env, lines = {}, ["def _guards():"]
+    for i, ((scope, name, sub), t) in enumerate(names):
+        env[f"S{i}"], env[f"T{i}"], env[f"K{i}"], env[f"I{i}"] = scope, t, name, sub
+        get = f"S{i}.get(K{i})"
+        if sub is None:
+            lines.append(f"    if {get} is not T{i}: return False")
+        else:
+            lines.append(f"    try:\n        if {get}[I{i}] is not T{i}: return False\n"
+                         f"    except (IndexError, KeyError, TypeError):\n        return False")
+    for i, (t, (shape, dtype, device, rg, leaf)) in enumerate(meta):
+        env[f"M{i}"], env[f"SH{i}"], env[f"DT{i}"], env[f"DV{i}"] = t, shape, dtype, device
+        lines.append(f"    d = M{i}._data")
+        lines.append(f"    if d.shape != SH{i} or d.dtype != DT{i} or M{i}.device != DV{i} or "
+                     f"M{i}._requires_grad is not {rg!r} or (M{i}.grad_fn is None) is not {leaf!r}: return False")
+    lines.append("    return True")
+    exec(builtins.compile("\n".join(lines) + "\n", "<guards>", "exec"), env)   # noqa: S102 - our own code
+    return env["_guards"]
 
 
 def _guards_hold(names, meta) -> bool:
