@@ -227,6 +227,7 @@ class Trace:
         self.steps = steps
         self.create_graph = create_graph
         self.names = {}
+        self.captured_by = None     # a compiled function's name: the trace of its captured call
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -252,7 +253,9 @@ class Trace:
         labels = self._labels()
         lines = [f"backward trace: {len(self.steps)} steps; each node runs once, when all "
                  "gradients into it (deps) have arrived and been summed"
-                 + ("\n(create_graph: the gradients are themselves differentiable)" if self.create_graph else "")]
+                 + ("\n(create_graph: the gradients are themselves differentiable)" if self.create_graph else "")
+                 + (f"\n(the captured call of the compiled {self.captured_by}: its replays run the same "
+                    "steps on new values and record no trace)" if self.captured_by else "")]
         width = len(str(len(self.steps)))
         for i, st in enumerate(self.steps, 1):
             lines.extend(self.format_step(st, i, labels, width))

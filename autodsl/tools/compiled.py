@@ -303,20 +303,3 @@ def _guard_function(names, meta):
     lines.append("    return True")
     exec(builtins.compile("\n".join(lines) + "\n", "<guards>", "exec"), env)   # noqa: S102 - our own code
     return env["_guards"]
-
-
-def _guards_hold(names, meta) -> bool:
-    for (scope, name, sub), t in names:
-        v = scope.get(name)
-        if sub is not None:
-            try:
-                v = v[sub]
-            except (IndexError, KeyError, TypeError):
-                return False
-        if v is not t:
-            return False
-    for t, m in meta:
-        if _meta(t) != m:
-            return False
-    return True
-
