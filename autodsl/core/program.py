@@ -315,6 +315,8 @@ def _short(x) -> str:
         if getattr(x, "ndim", 1) == 0:
             return repr(backend.to_host(x).item())
         return f"<{x.dtype} array {tuple(x.shape)}>"
+    if x is None or isinstance(x, bool):        # the language's spelling
+        return {None: "none", True: "true", False: "false"}[x]
     text = repr(x)
     return text if len(text) <= 40 else text[:37] + "..."
 
