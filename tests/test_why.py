@@ -390,12 +390,48 @@ def test_python_api_reruns_a_retained_graph():
     assert watch.last_backward().retain_graph is True               # ... and is not "the last backward"
 
 
-def test_python_api_freed_graph_says_what_to_do():
+def test_python_api_after_a_backward_that_freed_the_graph_replays_it():
     w = ad.tensor(-1.0, requires_grad=True)
-    y = ad.relu(w)
+    line = here() + 1
+    y = ad.relu(w * 2)
     y.backward()
     r = ad.why(w)
+    assert r.reason == "zero" and r.node is y.grad_fn and r.label == "ReluBackward#1" and r.line == line
+    assert str(r).splitlines()[1] == (
+        f"- ReluBackward#1 (`y`) at test_why.py:{line} `y = ad.relu(w * 2)` got 1.0 and sent 0.0 towards "
+        "MulBackward#1: relu was off: its input was -2.0, and relu'(x) = 0 for x <= 0")
+    assert w.grad.item() == 0.0 and w.version == 0
+    with pytest.raises(ad.AutogradError, match="retain_graph=true"):
+        y.backward()                          # the user's graph stays freed
+
+
+def _relu_loss(retain_graph):
+    v = ad.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    loss = (ad.relu(v * 2) * ad.tensor([1.0, 1.0, 0.0])).sum()
+    loss.backward(retain_graph=retain_graph)
+    return v, loss
+
+
+def test_python_api_a_replayed_graph_explains_as_the_retained_one():
+    v, loss = _relu_loss(retain_graph=False)
+    freed = ad.why(v)
+    v, loss = _relu_loss(retain_graph=True)
+    kept = ad.why(v)
+    assert str(freed) == str(kept)
+    assert freed.reason == "partly_zero" and [c[1] for c in freed.culprits] == ["MulBackward#1", "ReluBackward#1"]
+    assert "got [1., 1., 1.] and sent [1., 1., 0.] towards ReluBackward#1: the other factor was 0" in str(freed)
+
+
+def test_python_api_freed_graph_whose_leaves_changed_says_what_to_do():
+    w = ad.tensor(-1.0, requires_grad=True)
+    b = ad.tensor(1.0, requires_grad=True)
+    y = ad.relu(w) + b
+    y.backward()
+    with ad.no_grad():
+        b += 1.0
+    r = ad.why(w)
     assert r.reason == "zero" and r.node is None
+    assert "a tensor it was computed from changed since (an in-place update such as w -= lr * w.grad)" in str(r)
     assert "retain_graph=true" in str(r)
 
 

@@ -32,7 +32,10 @@ The answer is one of these reasons (``Why.reason``), checked in this order:
 Where the numbers come from: the last backward's per-node gradients are in its
 trace when one was recorded (always inside a Session, or with ``trace(true)``);
 otherwise ``why`` runs the pass again, capturing gradients without touching any
-``.grad`` (``retain_graph`` keeps what that needs; tensor hooks run again). The
+``.grad`` (``retain_graph`` keeps what that needs; tensor hooks run again). When
+that backward freed the graph's saved values, the graph is first made again by a
+recorded replay at the current values (``core/replay.py``): the same numbers, as
+long as the output's value comes out the same (else ``why`` says it cannot tell). The
 engine itself does no extra work for ``why``: it only remembers the roots of
 the last backward (``autograd.watch``).
 """
@@ -44,7 +47,8 @@ import autodsl.backend as backend
 from autodsl.core import watch
 from autodsl.core.node import AccumulateGrad
 from autodsl.source import format_pos, pos_text
-from autodsl.core.rules import input_value
+from autodsl.core.rules import input_value, output_value
+from autodsl.core import replay
 from autodsl.core.trace import last_trace, node_labels, walk
 from autodsl.names import caller_namespace
 from autodsl.errors import DSLError, TypeError_
@@ -484,10 +488,11 @@ class _Explainer:
             if node is None:
                 return None, None, "the output of the last backward no longer exists"
             seeds.append((node, Tensor(data, _device=device)))
-        for node in walk([n for n, _ in seeds]):
-            if getattr(node, "_released", False):        # its saved values were freed
-                return None, None, ("its graph was freed by that backward; run it with retain_graph=true "
-                                    "(or inside a Session, or with trace(true)) and ask again")
+        orig = None
+        if any(getattr(node, "_released", False) for node in walk([n for n, _ in seeds])):
+            seeds, target, orig, problem = self.again(seeds, target)     # its saved values were freed
+            if problem is not None:
+                return None, None, problem
 
         class _Capture(Recorder):
             __slots__ = ()
@@ -505,7 +510,32 @@ class _Explainer:
         except DSLError as e:
             return None, None, f"running that backward again failed ({e.message})"
         got = captured.get(target)
+        if orig is not None:        # the steps of the graph made again, told as those of the original
+            for st in cap.steps:
+                st.node = orig.get(st.node, st.node)
         return cap.steps, (None if got is None else _host(got)), None
+
+    def again(self, seeds, target):
+        """(seeds, target, {new node: old}, problem): the freed graph made again by a recorded
+        replay at the current values (core/replay.py), or a problem sentence when that cannot
+        give the last backward's numbers."""
+        roots = [n for n, _ in seeds]
+        freed = "its graph was freed by that backward"
+        try:
+            rep = replay.evaluate(roots, record=True)
+        except DSLError as e:
+            return seeds, target, None, f"{freed}, and evaluating it again failed ({e.message})"
+        for r in roots:
+            known = output_value(r)
+            if known is not None and not replay.same_values(rep.outputs[r]._data, known):
+                return seeds, target, None, (
+                    f"{freed}, and a tensor it was computed from changed since (an in-place update such "
+                    "as w -= lr * w.grad), so evaluating it again would not give that backward's numbers; "
+                    "ask before the update, or run backward with retain_graph=true (or inside a Session, "
+                    "or with trace(true))")
+        fresh = rep.fresh
+        return ([(fresh.get(n, n), g) for n, g in seeds], fresh.get(target, target),
+                {n: o for o, n in fresh.items()}, None)
 
     def culprits(self, steps, target):
         """The nodes, in the order they ran (root first), that received a gradient with nonzero
