@@ -1,6 +1,6 @@
 """python -m benchmarks [--quick] [--only W1,W4] [--rounds N] [--check] [--write-results]
 
-Runs W0-W6 of issue 4 and prints a table of medians, paired ratios and targets.
+Runs W0-W6 of issue 4 and the compiled loops of issue 10 (W1C, W4C, W7), and prints a table of medians, paired ratios and targets.
 
 Each timing ratio is the median of per-round ratios: in each round every
 library runs once, interleaved (a, b, a, b, ...), and that round's ratio is
@@ -16,15 +16,18 @@ from dataclasses import dataclass, field
 
 from . import peers, report  # noqa: I001  (the package sets the thread variables first)
 
-ALL = ("W0", "W1", "W2", "W3", "W4", "W5", "W6")
+ALL = ("W0", "W1", "W1C", "W2", "W3", "W4", "W4C", "W5", "W6", "W7")
 
 # rounds: paired rounds per ratio, by the size of one run (at least 5 in the full run).
+# w1c: (links, calls) of W1 as a compiled step; w7_steps: SGD steps of W7.
 FULL = dict(w1_sizes=(1_000, 10_000, 100_000), w2_sizes=(20, 200, 2_000),
-            w3_size=10_000, w4_steps=50, w5_n=1_000_000, w6_n=10_000,
-            rounds={"w0": 5, "small": 7, "mid": 5, "large": 5, "mlp": 5}, nodes_per_sample=30_000)
+            w3_size=10_000, w4_steps=50, w5_n=1_000_000, w6_n=10_000, w1c=(1_000, 100), w7_steps=500,
+            rounds={"w0": 5, "small": 7, "mid": 5, "large": 5, "mlp": 5, "compiled": 5},
+            nodes_per_sample=30_000)
 QUICK = dict(w1_sizes=(1_000, 10_000), w2_sizes=(20, 200, 2_000),
-             w3_size=1_000, w4_steps=5, w5_n=50_000, w6_n=1_000,
-             rounds={"w0": 3, "small": 5, "mid": 5, "large": 3, "mlp": 5}, nodes_per_sample=6_000)
+             w3_size=1_000, w4_steps=5, w5_n=50_000, w6_n=1_000, w1c=(1_000, 100), w7_steps=500,
+             rounds={"w0": 3, "small": 5, "mid": 5, "large": 3, "mlp": 5, "compiled": 3},
+             nodes_per_sample=6_000)
 
 
 def log(msg):
@@ -207,7 +210,110 @@ def w6(ctx):
                                    ratios={"autodsl": r.ratio("script", "api")}, rounds=len(r)))
 
 
-WORKLOADS = {"W0": w0, "W1": w1, "W2": w2, "W3": w3, "W4": w4, "W5": w5, "W6": w6}
+def _bit_check(ctx, wid, runs, name="autodsl compiled", ref="autodsl"):
+    """The compiled run's state bit for bit equal to eager autodsl's; a mismatch is reported
+    as the runner reports mismatches (an ERROR line, exit status 1)."""
+    from . import timing
+    why = timing.identical(runs[name](), runs[ref]())
+    if why is not None:
+        ctx.mismatches.append(f"{wid}: {name} is not bit-identical to autodsl eager ({why})")
+    else:
+        log(f"  {wid}: {name} bit-identical to autodsl eager")
+
+
+def _own_failure(skipped, names):
+    """A run of autodsl's own that raised is an error, not a skip."""
+    for name in names:
+        if name in skipped:
+            raise skipped.pop(name)
+
+
+def _replays_only(samples, first, calls):
+    """Per round: the compiled loop's time without its first (capturing) call, scaled to
+    `calls` calls."""
+    return [(total - f) * calls / (calls - 1) for total, f in zip(samples, first[-len(samples):])]
+
+
+def w1c(ctx):
+    from . import compiled, timing
+    n, calls = ctx.cfg["w1c"]
+    log(f"  W1C N={n:,}, {calls} calls of the compiled step")
+    _bit_check(ctx, "W1C", {"autodsl compiled": compiled.w1c_runs(ctx.mods, n, 3)["autodsl"],
+                            "autodsl": compiled.w1c_runs(ctx.mods, n, 3, compiled=False)["autodsl"]})
+    first, skipped = compiled.FirstCall(), {}
+    runs = compiled.w1c_runs(ctx.mods, n, calls, first=first)
+    r = timing.check_and_time(runs, "autodsl", ctx.rounds("compiled"), check=compiled.w1c_runs(ctx.mods, n, 3),
+                              mismatches=ctx.mismatches, label=f"W1C N={n}", skipped=skipped)
+    missing = ctx.missing("W1C", skipped)
+    unit = f"s/{calls} calls"
+    ctx.rows.append(report.Row("W1C", f"step N={n:,} compiled, {calls} calls", unit, r.medians(), "torch",
+                               ctx.target["W1C"], missing=missing, ratios=r.ratios("torch"), rounds=len(r)))
+    replays = timing.Rounds({"autodsl": _replays_only(r.samples["autodsl"], first.seconds, calls),
+                             **{k: v for k, v in r.samples.items() if k != "autodsl"}})
+    ctx.rows.append(report.Row("W1C", "the same, replays only (first call excluded)", unit, replays.medians(),
+                               "torch", None, missing=missing, ratios=replays.ratios("torch"),
+                               rounds=len(replays)))
+    log(f"  W1C first call (capture) {1e3 * min(first.seconds):.0f} ms, "
+        f"a replayed call {1e3 * replays.median('autodsl') / calls:.2f} ms")
+
+
+def w4c(ctx):
+    import numpy as np
+    from . import compiled, timing
+    ad = ctx.mods["autodsl"]
+    steps = ctx.cfg["w4_steps"]
+    for dtype in (np.float64, np.float32):
+        name = dtype.__name__
+        log(f"  W4C {name}, {steps} steps, the step compiled")
+        f32 = dtype == np.float32
+        _bit_check(ctx, f"W4C {name}", compiled.w4c_runs(ad, dtype, 3, state=True))
+        first = compiled.FirstCall()
+        r = timing.check_and_time(compiled.w4c_runs(ad, dtype, steps, first=first), "numpy", ctx.rounds("mlp"),
+                                  check=compiled.w4c_runs(ad, dtype, 2),
+                                  rtol=1e-3 if f32 else 1e-7, atol_scale=1e-5 if f32 else 1e-9,
+                                  mismatches=ctx.mismatches, label=f"W4C {name}")
+        med = r.medians()
+        floor, eager, comp = med["numpy"], med["autodsl"], med["autodsl compiled"]
+        unit = f"s/{steps} steps"
+        ctx.rows.append(report.Row("W4C", f"MLP {name} compiled", unit, {"autodsl": comp}, "numpy floor",
+                                   ctx.target["W4C"], extra={"numpy floor": floor},
+                                   ratios={"autodsl": r.ratio("autodsl compiled", "numpy")}, rounds=len(r)))
+        ctx.rows.append(report.Row("W4C", f"MLP {name} compiled vs eager", unit, {"autodsl": comp},
+                                   "autodsl eager", ctx.target["W4C eager"], extra={"autodsl eager": eager},
+                                   ratios={"autodsl": r.ratio("autodsl compiled", "autodsl")}, rounds=len(r)))
+        log(f"  W4C {name}: eager {r.ratio('autodsl', 'numpy'):.3f}x the floor, first call (capture) "
+            f"{1e3 * min(first.seconds):.0f} ms")
+
+
+def w7(ctx):
+    from . import compiled, timing
+    steps = ctx.cfg["w7_steps"]
+    log(f"  W7 2-16-1 tanh MLP, {compiled.W7_POINTS} points, {steps} steps")
+    skipped = {}
+    _bit_check(ctx, "W7", compiled.w7_runs({"autodsl": ctx.mods["autodsl"]}, steps))
+    first = compiled.FirstCall()
+    runs = compiled.w7_runs(ctx.mods, steps, skipped, first=first)
+    r = timing.check_and_time(runs, "autodsl", ctx.rounds("compiled"), mismatches=ctx.mismatches,
+                              label="W7", skipped=skipped)
+    _own_failure(skipped, ("autodsl compiled",))
+    missing = ctx.missing("W7", skipped)
+    med = r.medians()
+    case, unit = f"2-16-1 tanh MLP, {steps} steps", f"s/{steps} steps"
+
+    def row(what, samples, target):
+        rr = timing.Rounds({"autodsl": samples, **({"torch": r.samples["torch"]} if "torch" in r else {})})
+        ctx.rows.append(report.Row("W7", f"{case}, {what}", unit, rr.medians(), "torch", target,
+                                   missing=missing, ratios=rr.ratios("torch"), rounds=len(rr)))
+
+    row("compiled", r.samples["autodsl compiled"], ctx.target["W7"])
+    row("compiled, replays only", _replays_only(r.samples["autodsl compiled"], first.seconds, steps), None)
+    row("eager", r.samples["autodsl"], None)
+    log(f"  W7 compiled {r.ratio('autodsl compiled', 'autodsl'):.3f}x eager autodsl; first call (capture) "
+        f"{1e3 * min(first.seconds):.1f} ms, eager step {1e3 * med['autodsl'] / steps:.3f} ms")
+
+
+WORKLOADS = {"W0": w0, "W1": w1, "W1C": w1c, "W2": w2, "W3": w3, "W4": w4, "W4C": w4c, "W5": w5,
+             "W6": w6, "W7": w7}
 
 
 def versions(mods):

@@ -5,7 +5,11 @@ failure). Not part of the test suite: the runner is not part of the package.
 It checks the paired ratios, PASS/MISS/n/a and the --check exit status (also
 through main() with a fabricated workload), the skipping of a peer whose
 setup or run raises (HIPS autograd without scipy, simulated with
-sys.modules["scipy"] = None), build_kind() and the RESULTS.md markers.
+sys.modules["scipy"] = None), build_kind() and the RESULTS.md markers; that
+every workload is listed and configured; and, on tiny sizes with the real
+autodsl (a second or so), that the compiled loops (W1C, W4C, W7) replay and are
+bit-identical to eager autodsl, that a step which cannot replay is an error,
+and that a bit mismatch fails the run.
 """
 
 import contextlib
@@ -22,7 +26,7 @@ import autodsl
 import numpy as np
 
 from . import __main__ as runner
-from . import mlp, peers, report, results, timing
+from . import compiled, mlp, peers, report, results, timing
 
 CHECKS = []
 
@@ -73,6 +77,85 @@ def targets_by_build():
     assert (c["W1"], c["W2"], c["W3"], p["W1"], p["W2"], p["W3"]) == (0.8,) * 3 + (1.0,) * 3
     assert c["W4"] == p["W4"] == 1.05 and c["W5 peak"] == 0.5 and c["W6"] == 1.1
     assert "pure-Python, so 1x" in "\n".join(report.target_lines("pure-Python"))
+    assert c["W7"] == p["W7"] == c["W1C"] == 0.3 and c["W4C"] == 1.05 and c["W4C eager"] == 1.0
+    lines = "\n".join(report.target_lines("compiled"))
+    assert "W1C, W7:" in lines and "W4C:" in lines
+
+
+@check
+def every_workload_listed_and_configured():
+    assert set(runner.ALL) == set(runner.WORKLOADS) and len(runner.ALL) == len(set(runner.ALL))
+    for cfg in (runner.FULL, runner.QUICK):
+        assert {"w1c", "w7_steps", "w4_steps"} <= set(cfg) and "compiled" in cfg["rounds"], cfg
+        assert cfg["w1c"][1] >= 2 and cfg["w7_steps"] >= 2     # a compiled loop replays after its capture
+    assert runner.FULL["w1c"] == (1_000, 100) and runner.FULL["w7_steps"] == 500
+
+
+@check
+def identical_is_bit_for_bit():
+    a = np.array([0.0, np.nan, 1.0])
+    assert timing.identical([a, np.float64(2.0)], [a.copy(), np.float64(2.0)]) is None
+    assert "1 of 3 values differ" in timing.identical([a], [np.array([-0.0, np.nan, 1.0])])  # -0.0 is not 0.0
+    assert "differ" in timing.identical([a], [np.array([0.0, np.nan, np.nextafter(1.0, 2.0)])])
+    assert "float32" in timing.identical([a.astype(np.float32)], [a])
+    assert timing.identical([a], [a, a]) == "1 arrays against 2"
+
+
+@check
+def compiled_loops_replay_bit_identical():
+    mods = {"autodsl": autodsl}
+    runs = compiled.w7_runs(mods, 3)
+    assert timing.identical(runs["autodsl compiled"](), runs["autodsl"]()) is None
+    assert set(runs) == {"autodsl", "autodsl compiled"}
+    got = compiled.w1c_runs(mods, 5, 3)["autodsl"]()
+    assert timing.identical(got, compiled.w1c_runs(mods, 5, 3, compiled=False)["autodsl"]()) is None
+    for dtype in (np.float64, np.float32):
+        runs = compiled.w4c_runs(autodsl, dtype, 3, batch=4, state=True)
+        assert timing.identical(runs["autodsl compiled"](), runs["autodsl"]()) is None
+        runs = compiled.w4c_runs(autodsl, dtype, 2, batch=4)
+        assert set(runs) == {"numpy", "autodsl", "autodsl compiled"}
+        assert timing.same_grads(runs["autodsl compiled"](), runs["numpy"](), 1e-3, 1e-5)
+    first = compiled.FirstCall()
+    compiled.w7_runs(mods, 3, first=first)["autodsl compiled"]()
+    assert len(first.seconds) == 1 and first.seconds[0] > 0
+
+
+@check
+def compiled_step_that_cannot_replay_is_an_error():
+    f, done = compiled._compiled(autodsl, lambda x: (x + autodsl.randn(2)).detach(), 3)
+    x = autodsl.tensor([1.0, 2.0])
+    with contextlib.redirect_stderr(io.StringIO()):
+        for _ in range(3):
+            f(x)
+    try:
+        done()
+    except compiled.NotReplayed as exc:
+        assert "replayed 0 of 2" in str(exc), exc
+    else:
+        raise AssertionError("a compiled run that never replayed must raise")
+
+
+@check
+def bit_mismatch_fails_the_run():
+    one, next_one = np.array([1.0]), np.array([np.nextafter(1.0, 2.0)])
+
+    def w7(ctx):
+        runner._bit_check(ctx, "W7", {"autodsl compiled": lambda: [next_one], "autodsl": lambda: [one]})
+        ctx.rows.append(report.Row("W7", "fake", "s", {"autodsl": 0.1, "torch": 1.0}, "torch",
+                                   ctx.target["W7"], ratios={"autodsl": 0.1}, rounds=5))
+
+    saved = runner.WORKLOADS["W7"], peers.load
+    peers.load = lambda: ({"autodsl": autodsl}, {"torch": "not installed (fake)"})
+    runner.WORKLOADS["W7"] = w7
+    try:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            code = runner.main(["--only", "W7", "--check"])
+    finally:
+        runner.WORKLOADS["W7"], peers.load = saved
+    text = out.getvalue()
+    assert code == 1 and "ERROR W7: autodsl compiled is not bit-identical" in text, text
+    assert "1 of 1 targets met" in text and "1 error(s)" in text, text
 
 
 @check

@@ -35,6 +35,25 @@ def same_grads(got, ref, rtol, atol_scale):
     return True
 
 
+def identical(got, ref):
+    """None when every array of `got` equals the one of `ref` bit for bit (shape, dtype
+    and every value, nan included), else a short text saying where they first differ."""
+    got = got if isinstance(got, (list, tuple)) else [got]
+    ref = ref if isinstance(ref, (list, tuple)) else [ref]
+    if len(got) != len(ref):
+        return f"{len(got)} arrays against {len(ref)}"
+    for i, (g, r) in enumerate(zip(got, ref)):
+        g, r = np.asarray(g), np.asarray(r)
+        if g.shape != r.shape or g.dtype != r.dtype:
+            return f"array {i}: {g.dtype}{list(g.shape)} against {r.dtype}{list(r.shape)}"
+        if g.tobytes() != r.tobytes():
+            bits = [np.ascontiguousarray(a).reshape(-1).view(np.uint8).reshape(a.size, -1) for a in (g, r)]
+            n = int(np.sum((bits[0] != bits[1]).any(axis=1)))
+            diff = np.abs(g.astype(np.float64) - r.astype(np.float64))
+            return f"array {i}: {n} of {g.size} values differ (max |diff| {np.nanmax(diff):.3g})"
+    return None
+
+
 class ChildFailed(RuntimeError):
     """A benchmark subprocess exited with an error; the message ends with the
     last line of its stderr (the exception), the whole tail is kept."""
