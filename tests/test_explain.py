@@ -509,7 +509,8 @@ def test_help_autograd_lists_the_commands_that_explain_a_gradient():
     r = Repl(ad.Session(out=out), out=out)
     r.handle(":help autograd")
     text = out.getvalue()
-    for cmd in (":why x", ":anomaly on", ":explain f x", ":step y", ":check f w b", "plot(f, lo, hi)"):
+    for cmd in (":why x", ":anomaly on", ":explain f x", ":step y", ":check f w b", "plot(f, lo, hi)",
+                "plot(y, x, lo, hi)", "replay(f, [w], [0.6])"):
         assert cmd in text, cmd
 
 

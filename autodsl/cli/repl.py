@@ -88,7 +88,9 @@ leaves are tensors you made; only leaves that require grad get .grad (or retain_
   :trace on                 show each backward step by step; :graph y shows what y depends on
   :why x                    why x.grad is none or zero;  :anomaly on  where a nan or inf started
   :explain f x              the chain rule for df/dx with your names;  :step y  backward one node at a time
-  :check f w b              backward's gradient against central differences; plot(f, lo, hi) f and df/dx
+  :check f w b              backward's gradient against central differences (f: a tensor, after backward too)
+  plot(f, lo, hi)           f and df/dx for a function f;  plot(y, x, lo, hi) for a tensor y of x
+  replay(f, [w], [0.6])     f's recorded graph evaluated again at new values of its leaves
   train = compile(step)     calls replay step's captured array program;  :program train  shows it""",
     "keys": """\
 Enter            run the input when it is complete, else open a continuation line

@@ -276,9 +276,10 @@ def node_of(t: Tensor):
 
 
 def replay(f, leaves=None, values=None, *, record=False) -> Tensor:
-    """Evaluate the graph that computed ``f`` again, at new values of some of its leaves,
-    without touching any tensor: ``replay(f, {w1: 0.6, b: 2.0})`` or
-    ``replay(f, [w1, b], [0.6, 2.0])`` (the language's form).
+    """Evaluate f's recorded graph again at new values of some of its leaves, touching nothing.
+
+    ``replay(f, [w1, b], [0.6, 2.0])`` (the language's form), or from Python also
+    ``replay(f, {w1: 0.6, b: 2.0})``.
 
     ``f``: a tensor computed from tensors that require grad (its graph is kept even after a
     ``backward()`` freed its saved values). ``leaves``: {tensor: value}, or a list of tensors

@@ -356,7 +356,7 @@ def _scalar_of(out, fname: str, what: str) -> Tensor:
 
 
 def check(f, inputs, eps=None, atol=None, rtol=None, names=None):
-    """Check the gradient of a scalar function element by element: analytic (backward)
+    """Check the gradient of a scalar tensor or function element by element: analytic (backward)
     against numeric (central differences). Returns a ``CheckResult``, printed as a table.
 
     ``f``: a tensor with one element (a loss) computed from the inputs: its graph is
