@@ -16,12 +16,21 @@ on Tensors replays its forward on a recording node and its ``backward`` on Tenso
 step each, so that whatever it computes from the data is computed again.
 
 What a call does that the program cannot repeat stops the capture with a reason
-(``CaptureError``): random numbers, a tensor made from a tensor's values, an in-place write
-while recording, a hook, ``create_graph``; ``compile`` then runs the function eagerly and
-says why, once.
+(``Capture.fail``): random numbers, a tensor made from a tensor's values, an index computed
+from a tensor, an in-place write while recording, a hook, ``create_graph``. The call itself
+goes on eagerly (it is never run twice); ``compile`` then runs the function eagerly and says
+why, once.
+
+Effects name their tensor as the program finds it again: a tensor argument by its path (the
+call's own tensor, not the first call's), a tensor from outside by the object (``compile``
+guards the variables it was found through), a tensor the call made by nothing (a replay
+makes it again: its in-place writes change only the slot's array, and the creation
+functions' constants are copied for every call).
 """
 from __future__ import annotations
 
+import autodsl.backend as backend
+from autodsl.context import current
 from autodsl.core.tensor import Tensor
 
 __all__ = ["Capture", "CaptureError"]
@@ -46,6 +55,11 @@ class Capture:
         self.depth = 0          # > 0 inside a Tensor-level backward, whose ops are one step
         self.failed = None
         self.formula_ns = None
+        self.args = {}          # id(tensor argument) -> its path: effects reach the call's own tensor
+        self.arg_tensors = []   # (path, tensor argument)
+        self.made = set()       # ids of the tensors the call's ops made (kept alive in ``keep``)
+        self.fresh = set()      # const slots of the creation functions (zeros, tensor, ...): new each call
+        self.touched = {}       # id -> a tensor from outside whose .grad the call reads or changes
 
     # -- slots -------------------------------------------------------------------------
     def _new(self, arr, computed: bool) -> int:
@@ -59,6 +73,9 @@ class Capture:
 
     def arg(self, t: Tensor, path) -> int:
         """A tensor argument of the call: slot bound from ``path`` when the program runs."""
+        if id(t) not in self.args:
+            self.args[id(t)] = path
+            self.arg_tensors.append((path, t))
         s = self.slot.get(id(t._data))
         if s is None:
             s = self._new(t._data, False)
@@ -66,6 +83,16 @@ class Capture:
         return s
 
     def const(self, arr) -> int:
+        """A creation function made ``arr``: a constant, made anew on every call (the call may
+        write into it or return it)."""
+        s = self.slot.get(id(arr))
+        if s is None:
+            s = self._new(arr, False)
+            self.steps.append(("const", s, backend.copy(arr)))    # as made: the call may write into it
+        self.fresh.add(s)
+        return s
+
+    def _const(self, arr) -> int:
         s = self.slot.get(id(arr))
         if s is None:
             s = self._new(arr, False)
@@ -83,26 +110,45 @@ class Capture:
 
     def array_in(self, arr) -> int:
         s = self.slot.get(id(arr))
-        return self.const(arr) if s is None else s
+        return self._const(arr) if s is None else s
 
     def _out(self, arr) -> int:
         s = self.slot.get(id(arr))
         return self._new(arr, True) if s is None else s
 
     def fail(self, reason: str) -> None:
+        """The call cannot be replayed: record why and stop recording. The call goes on eagerly
+        (it is not run a second time: its effects so far stay, once); ``compile`` then says why."""
         if self.failed is None:
             self.failed = reason
-        raise CaptureError(self.failed)
+        ctx = current()
+        if ctx.capture is self:
+            ctx.capture = None
+
+    def _outside(self, t: Tensor) -> bool:
+        """``t`` is neither an argument nor made by the call: a tensor the program finds again."""
+        return id(t) not in self.args and id(t) not in self.made and self.slot.get(id(t._data)) not in self.fresh
+
+    def _touch(self, t: Tensor) -> None:
+        if self._outside(t):
+            self.touched.setdefault(id(t), t)
 
     # -- what the hooks report ------------------------------------------------------------
     def op(self, cls, node, raw_inputs, tensors, params, raw_out, out_t, recorded: bool) -> None:
         """An op's forward ran (``ops.registry.apply``): ``node`` its node (recorded or not),
         ``raw_out`` what its forward returned, ``out_t`` the output Tensor."""
-        if self.depth:
+        if self.depth or self.failed:
             return
+        if params and any(_holds_values(v) for v in params.values()):
+            # e.g. x[idx], x[mask], max(x, dim=0): the index was computed from a tensor's values
+            # before the op, where a replay would not compute it again
+            return self.fail(f"{cls.op_name} takes values computed from a tensor (an index tensor, a "
+                             "mask) that a replay would not compute again")
         out_arr = out_t._data
-        ins = tuple(self.tensor_in(t) if type(r) is Tensor or isinstance(r, Tensor) else self.const(t._data)
+        ins = tuple(self.tensor_in(t) if type(r) is Tensor or isinstance(r, Tensor) else self._const(t._data)
                     for r, t in zip(raw_inputs, tensors))
+        self.made.add(id(out_t))
+        self.keep.append(out_t)
         out = self._out(out_arr)
         rnode = cls.__new__(cls)
         opaque = recorded and cls.formula is None
@@ -116,8 +162,10 @@ class Capture:
     def formula(self, node, g_arr, outs_raw, outs, namespace) -> None:
         """``node``'s formula ran on arrays (``Op.apply``) in ``namespace`` (ops/formula.py's
         ARRAYS): ``outs_raw`` what it returned, ``outs`` those as the arrays it sent on."""
+        rnode = None if self.failed else self._rnode(node)
+        if rnode is None:
+            return
         self.formula_ns = namespace
-        rnode = self._rnode(node)
         g = self.array_in(g_arr)
         saved = node._saved
         sv = None if saved is None else tuple(None if s is None else self._saved_slot(s) for s in saved)
@@ -127,7 +175,9 @@ class Capture:
 
     def opaque(self, node, g, outs) -> None:
         """``node``'s Tensor-level backward ran on the gradient ``g``, as one step."""
-        rnode = self._rnode(node)
+        rnode = None if self.failed else self._rnode(node)
+        if rnode is None:
+            return
         gs = self.array_in(g._data)
         res = tuple(None if o is None else self._out(o._data) for o in outs)
         self.steps.append(("backward", res, rnode, gs, g.device))
@@ -144,6 +194,8 @@ class Capture:
 
     def add(self, a, b, out) -> None:
         """The engine summed two gradients: ``out = a + b`` (arrays)."""
+        if self.failed:
+            return
         self.steps.append(("add", self._new(out, True), self.array_in(a), self.array_in(b)))
 
     def accumulated(self, staged, updates) -> None:
@@ -154,7 +206,9 @@ class Capture:
 
     def accumulate(self, t: Tensor, g_arr, stole: bool) -> None:
         """``t.grad`` got the gradient ``g_arr`` (set, or added into it)."""
-        self._leaf(t)
+        if self.failed or not self._leaf(t):
+            return
+        self._touch(t)
         s = self.array_in(g_arr)
         # the program decides for itself whether the gradient's array can become .grad as it is
         # (core/program.py): the capture keeps every array, so eager autodsl copied them all here
@@ -162,22 +216,28 @@ class Capture:
         self.steps.append(("acc", t, s, owns))
 
     def grad_none(self, t: Tensor) -> None:
+        if self.failed:
+            return
+        self._touch(t)
         self.steps.append(("grad_none", t))
 
     def read_grad(self, t: Tensor, g: Tensor) -> None:
         """``t.grad`` was read: the program reads it at the same point."""
+        if self.failed:
+            return
+        self._touch(t)
         s = self._new(g._data, False)
         self.steps.append(("read_grad", s, t))
 
     def value(self, t: Tensor, value) -> None:
         """Python read the value of ``t`` (``item``, ``if``, ``float``): a guard."""
-        if self.depth:
+        if self.depth or self.failed:
             return
         self.steps.append(("guard", self.tensor_in(t), value))
 
     def write_ufunc(self, name: str, target: Tensor, other) -> None:
         """``target <name>= other`` straight into its storage (an update under no_grad)."""
-        if self.depth:
+        if self.depth or self.failed:
             return
         s = self.tensor_in(target)
         v = self.tensor_in(other) if isinstance(other, Tensor) else other
@@ -185,13 +245,39 @@ class Capture:
 
     def write(self, target: Tensor, src) -> None:
         """``target[...] = src`` (an in-place op that recorded nothing)."""
-        if self.depth:
+        if self.depth or self.failed:
             return
         self.steps.append(("write", target, self.tensor_in(target), self.array_in(src), None))
 
-    def _leaf(self, t: Tensor) -> None:
+    def _leaf(self, t: Tensor) -> bool:
         if t.grad_fn is not None:
             self.fail("it keeps the gradient of a non-leaf tensor (retain_grad)")
+            return False
+        return True
+
+    def version_owner(self, t: Tensor):
+        """The argument (its path, as ``("arg", path)``) or outside tensor (``("ext", tensor)``)
+        whose version counter ``t`` shares (``t`` itself, a view or ``detach()`` of it), or None:
+        a counter only tensors the call made have, which a replay need not count."""
+        counter = t._version
+        if id(t) in self.args:
+            return ("arg", self.args[id(t)])
+        for path, a in self.arg_tensors:
+            if a._version is counter:
+                return ("arg", path)
+        for other in self.ext.values():
+            if other._version is counter:
+                return ("ext", other)
+        return None
+
+
+def _holds_values(v) -> bool:
+    """Is ``v`` (an op's parameter) data: a tensor or an array, or a tuple holding one?"""
+    if isinstance(v, Tensor):
+        return True
+    if isinstance(v, (tuple, list)):
+        return any(_holds_values(x) for x in v)
+    return hasattr(v, "shape") and hasattr(v, "dtype") and not isinstance(v, backend.SCALAR_TYPES)
 
 
 def _expr(cls, tensors, params):

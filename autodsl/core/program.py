@@ -51,26 +51,68 @@ class Program:
         self.ext = dict(capture.ext)
         self.formula_ns = capture.formula_ns
         self.arg_paths = [st[2] for st in self.steps if st[0] == "arg"]
+        self.tensor_paths = []      # the arguments whose tensors (not only arrays) effects reach
         self.trace = None
         self.transactional = _guard_after_effect(self.steps)
-        self._fn = self._build()
+        self._started = [False]     # an effect step ran (then an error cannot be retried eagerly)
+        self._fn = self._build(capture)
 
     # -- code ----------------------------------------------------------------------------
-    def _build(self):
+    def _build(self, cap):
         env = {"_SC": backend.SCALAR_TYPES, "_s2a": backend.scalar_array, "_GF": GuardFailed,
                "_opf": _op_recording, "_opb": _backward, "_acc": _accumulate, "_gnone": _grad_none,
                "_rgrad": _read_grad, "_rv": record_values, "_nw": note_write, "_write": _write, "_item": _item,
-               "_F": self.formula_ns}
-        later = _used_later(self.steps, set(_result_slots(self.result)))
-        lines = ["def _program(A, J):"]
+               "_F": self.formula_ns, "_cp": backend.copy, "_E": self._started}
+        results = set(_result_slots(self.result))
+        later = _used_later(self.steps, results)
+        lines = ["def _program(A, L, J):"]
         emit = lines.append
         n_args = 0
+        first_effect = next((i for i, st in enumerate(self.steps) if st[0] in _EFFECTS), None)
+
+        def target(t, i):
+            """The expression that finds the tensor ``t`` an effect step changes: the call's own
+            argument, or the tensor from outside (its variables are guarded by compile)."""
+            path = cap.args.get(id(t))
+            if path is None:
+                env[f"T{i}"] = t
+                return f"T{i}"
+            if path not in self.tensor_paths:
+                self.tensor_paths.append(path)
+            return f"L[{self.tensor_paths.index(path)}]"
+
+        def owner(t, i):
+            """Whose version counter a write into ``t`` bumps (None: a counter of the call's own)."""
+            got = cap.version_owner(t)
+            if got is None:
+                return None
+            if got[0] == "arg":
+                if got[1] not in self.tensor_paths:
+                    self.tensor_paths.append(got[1])
+                return f"L[{self.tensor_paths.index(got[1])}]"
+            env[f"O{i}"] = got[1]
+            return f"O{i}"
+
+        def made(t):
+            return id(t) not in cap.args and not cap._outside(t)
+
+        # a tensor the call made that it writes into may be a view of a creation's constant
+        own_writes = any(st[0] in ("ufunc", "write") and made(st[2] if st[0] == "ufunc" else st[1])
+                         for st in self.steps)
+        # a leaf the call made (zeros(3, requires_grad=true)) starts each call without a .grad
+        for st in self.steps:
+            t = st[2] if st[0] == "read_grad" else st[1] if st[0] in ("acc", "grad_none") else None
+            if t is not None and made(t) and f"R{id(t)}" not in env:
+                env[f"R{id(t)}"] = t
+                emit(f"    R{id(t)}._grad = None")
 
         def fix(s):
             emit(f"    if isinstance(v{s}, _SC): v{s} = _s2a(v{s})")
 
         for i, st in enumerate(self.steps):
             k = st[0]
+            if i == first_effect and not self.transactional:
+                emit("    _E[0] = True")
             if k == "arg":
                 emit(f"    v{st[1]} = A[{n_args}]")
                 n_args += 1
@@ -79,7 +121,10 @@ class Program:
                 emit(f"    v{st[1]} = T{i}._data")
             elif k == "const":
                 env[f"C{i}"] = st[2]
-                emit(f"    v{st[1]} = C{i}")
+                if st[1] in cap.fresh and (own_writes or st[1] in results):
+                    emit(f"    v{st[1]} = _cp(C{i})")      # zeros(3) is new on every call
+                else:
+                    emit(f"    v{st[1]} = C{i}")
             elif k == "op":
                 out, cls, rnode, ins, params, needs_fix, opaque = st[1:8]
                 env[f"N{i}"], env[f"F{i}"] = rnode, cls.forward
@@ -119,30 +164,32 @@ class Program:
                 emit(f"    v{st[1]} = v{st[2]} + v{st[3]}")
                 fix(st[1])
             elif k == "acc":
-                env[f"T{i}"] = st[1]
+                t = target(st[1], i)
                 # Note [stealing a gradient]: an array this call computed, that owns its memory
                 # and that no later step reads, becomes .grad as it is
                 steal = st[3] and st[2] not in later[i]
-                emit(f"    _acc(T{i}, v{st[2]}, {steal!r}, J)")
+                emit(f"    _acc({t}, v{st[2]}, {steal!r}, J)")
             elif k == "grad_none":
-                env[f"T{i}"] = st[1]
-                emit(f"    _gnone(T{i}, J)")
+                emit(f"    _gnone({target(st[1], i)}, J)")
             elif k == "read_grad":
-                env[f"T{i}"] = st[2]
-                emit(f"    v{st[1]} = _rgrad(T{i})")
+                emit(f"    v{st[1]} = _rgrad({target(st[2], i)})")
             elif k == "ufunc":
                 name, t, s, v, is_slot, pos = st[1:7]
                 # the capture found that NumPy computes this update in place (backend.ufunc_inplace);
                 # the guards keep the dtypes and shapes that decided it
-                env[f"T{i}"], env[f"W{i}"], env[f"U{i}"] = t, pos, backend.inplace_ufunc(name)
+                env[f"W{i}"], env[f"U{i}"] = pos, backend.inplace_ufunc(name)
                 if not is_slot:
                     env[f"K{i}"] = v
                 value = f"v{v}" if is_slot else f"K{i}"
-                emit(f"    if J is not None: _rv(T{i})")
-                emit(f"    U{i}(v{s}, {value}, out=v{s}); T{i}._version[0] += 1; _nw(T{i}, W{i})")
+                o = owner(t, i)
+                if o is None:           # a tensor the call made: only its array changes
+                    emit(f"    U{i}(v{s}, {value}, out=v{s})")
+                else:
+                    emit(f"    if J is not None: _rv({o})")
+                    emit(f"    U{i}(v{s}, {value}, out=v{s}); {o}._version[0] += 1; _nw({o}, W{i})")
             elif k == "write":
-                env[f"T{i}"] = st[1]     # (a position per write: st[4], None for now)
-                emit(f"    _write(T{i}, v{st[2]}, v{st[3]}, J)")
+                # (a position per write: st[4], None for now)
+                emit(f"    _write({owner(st[1], i)}, v{st[2]}, v{st[3]}, J)")
             elif k == "guard":
                 env[f"E{i}"] = st[2]
                 emit(f"    if not (_item(v{st[1]}) == E{i}): raise _GF({i})")
@@ -157,10 +204,12 @@ class Program:
         return env["_program"]
 
     # -- running -----------------------------------------------------------------------
-    def run(self, arg_arrays):
-        """Run the program on the arrays of the tensor arguments (in ``arg_paths`` order);
-        returns the slots of the result by slot. Raises GuardFailed (nothing changed then)."""
+    def run(self, arg_arrays, arg_tensors=()):
+        """Run the program on the arrays of the tensor arguments (in ``arg_paths`` order) and
+        the tensors whose ``.grad`` or version it changes (``tensor_paths``); returns the slots
+        of the result by slot. Raises GuardFailed (nothing changed then)."""
         ctx = current()
+        self._started[0] = False
         gc_on = gc.isenabled()
         if gc_on:
             gc.disable()
@@ -169,10 +218,10 @@ class Program:
             if self.transactional:
                 outer = ctx.journal
                 with transaction() as log:
-                    values = self._fn(arg_arrays, log)
+                    values = self._fn(arg_arrays, arg_tensors, log)
                 _merge(outer, log)
             else:
-                values = self._fn(arg_arrays, ctx.journal)
+                values = self._fn(arg_arrays, arg_tensors, ctx.journal)
         finally:
             if token is not None:
                 backend.fp_errors_restore(token)
@@ -181,6 +230,10 @@ class Program:
         return dict(zip(self._result_order, values))
 
     # -- the listing ---------------------------------------------------------------------
+    def changed_something(self) -> bool:
+        """After ``run`` raised: did it change anything it did not put back?"""
+        return self._started[0]
+
     def listing(self, names=None) -> str:
         """The program as numbered array operations with where each was written, the values
         the backward keeps, and the guards (``print(train.program)``)."""
@@ -297,7 +350,7 @@ def _used_later(steps, results=()):
 
 
 def _result_slots(result):
-    if isinstance(result, tuple) and len(result) == 3 and result[0] == "slot":
+    if isinstance(result, tuple) and len(result) == 4 and result[0] == "slot":
         yield result[1]
     elif isinstance(result, (list, tuple)):
         for r in result:
@@ -395,13 +448,15 @@ def _read_grad(t):
 
 
 def _write(t, arr, src, journal):
-    if journal is not None:
+    """``arr[...] = src``; ``t``: whose version counter counts it (None: the call made it)."""
+    if journal is not None and t is not None:
         record_values(t)
     if src.dtype != arr.dtype:
         src = backend.namespace_of(src).astype(src, arr.dtype)
     arr[...] = src
-    t._version[0] += 1
-    note_write(t)
+    if t is not None:
+        t._version[0] += 1
+        note_write(t)
 
 
 def _item(arr):

@@ -17,6 +17,8 @@ from fresh random numbers cannot be compiled (it runs eagerly, and says so).
 from __future__ import annotations
 
 import builtins
+import dataclasses
+import types
 
 from autodsl.context import current
 from autodsl.core.capture import Capture, CaptureError
@@ -65,10 +67,16 @@ class CompiledFunction:
         if key is not None:
             for entry in self._programs:
                 if entry[0] == key and entry[2]():
+                    program = entry[1]
                     try:
-                        out = entry[1].run([leaves[p]._data for p in entry[1].arg_paths])
+                        out = program.run([leaves[p]._data for p in program.arg_paths],
+                                          [leaves[p] for p in program.tensor_paths])
                     except GuardFailed:
-                        break
+                        continue            # nothing changed: another program may fit
+                    except Exception:
+                        if program.changed_something():
+                            raise
+                        break               # nothing changed: eager autodsl says what is wrong
                     self.stats["replayed"] += 1
                     if entry[1].trace is not None and ctx.names is not None:
                         ctx.last_trace = entry[1].trace
@@ -91,32 +99,35 @@ class CompiledFunction:
         ctx.capture = cap
         try:
             result = self.fn(*args, **kwargs)
-        except CaptureError:
-            ctx.capture = None
-            return self._give_up(cap.failed, args, kwargs)
         finally:
             ctx.capture = None
+        if cap.failed is not None:          # the call went on eagerly from there: its result stands
+            self._stay_eager(cap.failed)
+            return result
         self.stats["captures"] += 1
         try:
             spec = _result_spec(result, cap, leaves)
             names, meta = _outside_guards(self.fn, cap, leaves)
+            values = _value_guards(self.fn)
         except CaptureError as e:
-            self.eager_reason = str(e)
-            warn_user(f"compile: {self.name} runs eagerly: {e}")
+            self._stay_eager(str(e))
             return result
         program = Program(cap, spec, self.name)
         if ctx.last_trace is not trace_before:
             program.trace = ctx.last_trace
             program.trace.captured_by = self.name
-        self._programs.insert(0, (key, program, _guard_function(names, meta)))
+        self._programs.insert(0, (key, program, _guard_function(names, meta, values)))
         del self._programs[MAX_CAPTURES:]
         return result
 
     def _give_up(self, reason, args, kwargs):
+        self._stay_eager(reason)
+        return self.fn(*args, **kwargs)
+
+    def _stay_eager(self, reason):
         if self.eager_reason is None:
             self.eager_reason = reason
             warn_user(f"compile: {self.name} runs eagerly: {reason}")
-        return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<compiled {self.name}: {self.stats['replayed']} replayed, {self.stats['eager']} eager>"
@@ -153,7 +164,7 @@ def _flatten(value):
             parts.append(("T", alias.setdefault(id(v), len(alias)), alias.setdefault(("d", id(v._data)), len(alias)))
                          + _meta(v))
         elif isinstance(v, _SIMPLE):
-            parts.append((type(v), v))
+            parts.append(_snapshot(v))
         elif isinstance(v, (list, tuple)):
             parts.append((type(v), len(v)))
             for i, x in enumerate(v):
@@ -187,11 +198,22 @@ def _result_spec(result, cap, leaves):
                                    "the function, or return loss.detach())")
             if s is None:
                 raise CaptureError("it returns a tensor the capture did not see being made")
-            return ("slot", s, v.device)
+            # its version counter: an argument's or outside tensor's it shares (detach()), or
+            # its own, which the replay sets to what the captured call left in it
+            return ("slot", s, v.device, cap.version_owner(v) or v._version[0])
         if isinstance(v, list):
             return [spec(x) for x in v]
         if isinstance(v, tuple):
-            return tuple(spec(x) for x in v) if type(v) is tuple else ("value", v)
+            items = tuple(spec(x) for x in v)
+            if type(v) is tuple:
+                return items
+            try:            # (values, indices) and named tuples: made again from their items
+                again = type(v)(*v)
+            except Exception:  # noqa: BLE001 - any constructor that does not take the items
+                again = None
+            if again is None or len(again) != len(v) or any(a is not b for a, b in zip(again, v)):
+                raise CaptureError(f"it returns {type(v).__name__}, which a replay cannot make again")
+            return ("tuple", type(v), items)
         if isinstance(v, _SIMPLE):
             return ("value", v)
         raise CaptureError(f"it returns {type(v).__name__}, which a replay cannot make again")
@@ -204,23 +226,33 @@ def _rebuild(spec, values, leaves):
         return [_rebuild(s, values, leaves) for s in spec]
     tag = spec[0] if isinstance(spec, tuple) and spec and isinstance(spec[0], str) else None
     if tag == "slot":
-        return Tensor(values[spec[1]], _device=spec[2])
+        t = Tensor(values[spec[1]], _device=spec[2])
+        version = spec[3]
+        if type(version) is int:
+            t._version[0] = version
+        else:
+            t._version = (leaves[version[1]] if version[0] == "arg" else version[1])._version
+        return t
     if tag == "arg":
         return leaves[spec[1]]
     if tag in ("same", "value"):
         return spec[1]
+    if tag == "tuple":
+        return spec[1](*(_rebuild(s, values, leaves) for s in spec[2]))
     return tuple(_rebuild(s, values, leaves) for s in spec)
 
 
 def _outside_guards(fn, cap, leaves):
-    """For every tensor the program reads from outside: where ``fn`` finds it (variables of
-    its globals, closure or enclosing scopes, directly or one level inside a list, tuple or
-    dict), and its metadata. CaptureError when it is found nowhere."""
+    """For every tensor the program reads or whose ``.grad`` it uses from outside: where ``fn``
+    finds it (variables of its globals, closure or enclosing scopes, directly or one level
+    inside a list, tuple or dict), and its metadata. CaptureError when it is found nowhere."""
     arg_arrays = {id(t._data) for t in leaves.values()}
     scopes = _scopes_of(fn)
     names, meta = [], []
-    for t in {id(t): t for t in cap.ext.values()}.values():
-        if id(t._data) in arg_arrays:
+    outside = {id(t): t for t in cap.ext.values()}
+    outside.update(cap.touched)
+    for t in outside.values():
+        if id(t._data) in arg_arrays and id(t) not in cap.touched:
             continue
         found = [p for scope in scopes for p in _paths_to(scope, t)]
         if not found:
@@ -251,6 +283,100 @@ def _scopes_of(fn):
     if g is not None:
         scopes.append(g)
     return scopes
+
+
+def _snapshot(v):
+    """What a plain value is, for a guard: equal exactly when a replay may use it again (a float
+    by its repr: -0.0 is not 0.0, and nan is nan)."""
+    if type(v) is float:
+        return (float, repr(v))
+    if isinstance(v, _SIMPLE):
+        return (type(v), v)
+    if type(v) in (list, tuple) and len(v) <= 100 and all(isinstance(x, _SIMPLE) for x in v):
+        return (type(v), tuple(_snapshot(x) for x in v))
+    return None
+
+
+def _value_guards(fn):
+    """[(scope, name, snapshot)]: the plain values (numbers, strings, lists of those) that
+    ``fn`` and the functions it calls read from outside variables, as of now. A replay has
+    them built in (``w -= lr * w.grad`` multiplies by the captured ``lr``), so a call after
+    one of them changed must capture again."""
+    out, seen = [], set()
+
+    def visit(f, depth):
+        if depth > 8 or id(f) in seen:
+            return
+        seen.add(id(f))
+        if isinstance(f, CompiledFunction):
+            f = f.fn
+        for scope, name in _reads(f):
+            v = scope.get(name)
+            snap = _snapshot(v)
+            if snap is not None:
+                out.append((scope, name, snap))
+            elif isinstance(v, CompiledFunction) or hasattr(getattr(v, "closure", None), "vars") or (
+                    isinstance(v, types.FunctionType) and not (v.__module__ or "").startswith("autodsl")):
+                visit(v, depth + 1)         # a function it calls (autodsl's own read no variables)
+
+    visit(fn, 0)
+    return out
+
+
+def _reads(fn):
+    """(scope, name) of each variable ``fn`` may read from an enclosing scope."""
+    closure = getattr(fn, "closure", None)
+    if closure is not None and hasattr(closure, "vars"):     # a function defined in the language
+        names, local = set(), {p.name for p in getattr(fn, "params", ())}
+        _language_names(getattr(fn, "body", ()), names, local)
+        for name in sorted(names - local):
+            scope = closure
+            while scope is not None and name not in scope.vars:
+                scope = scope.parent
+            if scope is not None:
+                yield scope.vars, name
+        return
+    fn = getattr(fn, "__wrapped__", fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return
+    cells = getattr(fn, "__closure__", None) or ()
+    if cells:
+        scope = _Cells(dict(zip(code.co_freevars, cells)))
+        for name in code.co_freevars:
+            yield scope, name
+    g = getattr(fn, "__globals__", None)
+    if g is not None:
+        names = set()
+        stack = [code]
+        while stack:
+            c = stack.pop()
+            names.update(c.co_names)
+            stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+        for name in sorted(names):
+            if name in g:
+                yield g, name
+
+
+def _language_names(node, names, local):
+    """The names a language function's body reads (``names``) and binds (``local``: `=`, `for`,
+    `def`); its AST nodes are dataclasses (``lang/ast.py``)."""
+    if isinstance(node, (list, tuple)):
+        for x in node:
+            _language_names(x, names, local)
+        return
+    if not dataclasses.is_dataclass(node):
+        return
+    kind = type(node).__name__
+    if kind == "Name":
+        names.add(node.id)
+    elif kind in ("Assign", "FuncDef"):
+        local.add(node.name)
+    elif kind == "For":
+        local.add(node.var)
+    for f in dataclasses.fields(node):
+        if f.name != "source":
+            _language_names(getattr(node, f.name), names, local)
 
 
 class _Cells:
@@ -284,9 +410,13 @@ def _paths_to(scope, t):
                     yield (scope, name, k)
 
 
-def _guard_function(names, meta):
-    """The guards on outside tensors as one generated function (it runs before every replay)."""
-    env, lines = {}, ["def _guards():"]
+def _guard_function(names, meta, values=()):
+    """The guards on outside tensors and values as one generated function (it runs before
+    every replay)."""
+    env, lines = {"_snap": _snapshot}, ["def _guards():"]
+    for i, (scope, name, snap) in enumerate(values):
+        env[f"VS{i}"], env[f"VK{i}"], env[f"VV{i}"] = scope, name, snap
+        lines.append(f"    if _snap(VS{i}.get(VK{i})) != VV{i}: return False")
     for i, ((scope, name, sub), t) in enumerate(names):
         env[f"S{i}"], env[f"T{i}"], env[f"K{i}"], env[f"I{i}"] = scope, t, name, sub
         get = f"S{i}.get(K{i})"
