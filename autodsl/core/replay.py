@@ -84,8 +84,7 @@ class Replayed:
         self.fresh = fresh
 
 
-def evaluate(roots, values=None, *, record: bool = False, keep=(), keep_all: bool = False,
-             order=None) -> Replayed:
+def evaluate(roots, values=None, *, record: bool = False, keep=(), order=None) -> Replayed:
     """Run the graph below ``roots`` (nodes) again; the originals are not touched.
 
     ``values``: {node: Tensor}: the value to use for that node's output (an AccumulateGrad
@@ -97,7 +96,7 @@ def evaluate(roots, values=None, *, record: bool = False, keep=(), keep_all: boo
     mode on, so the replay records a fresh graph whose nodes hold saved values again (for a
     backward after the first one freed them); its leaves are the original leaf tensors (the
     same AccumulateGrad nodes) and the given values; each new node keeps its original's source
-    position and tensor hooks. ``keep``: nodes whose values to return too; ``keep_all``: all.
+    position and tensor hooks. ``keep``: nodes whose values to return too.
     ``order``: ``graph_order(roots, values)``, when the caller replays one graph many times.
 
     Returns a ``Replayed``. Raises AutogradError for a node that cannot run again (not one of
@@ -136,16 +135,13 @@ def evaluate(roots, values=None, *, record: bool = False, keep=(), keep_all: boo
                         new.pos = node.pos
                         if node._pre_hooks:
                             new._pre_hooks = node._pre_hooks
-                if not keep_all:
-                    for e in node.next_edges:
-                        if e is not None:
-                            left = uses[e] = uses[e] - 1
-                            if left == 0 and e not in keep:
-                                del memo[e]
+                for e in node.next_edges:       # a value goes once its last user has run
+                    if e is not None:
+                        left = uses[e] = uses[e] - 1
+                        if left == 0 and e not in keep:
+                            del memo[e]
     finally:
         ctx.pos = old_pos
-    if keep_all:
-        return Replayed(memo, fresh)
     return Replayed({n: memo[n] for n in keep if n in memo}, fresh)
 
 
