@@ -346,6 +346,107 @@ def test_an_in_place_update_through_detach_of_a_parameter():
     assert pc[0].version == 5 and c.stats["replayed"] == 4
 
 
+def test_an_update_through_a_view_and_an_index_of_a_parameter():
+    def step(ws):
+        (w,) = ws
+        loss = (w * w).sum()
+        loss.backward()
+        with ad.no_grad():
+            v = w[0:2]                  # a view: its writes count in w's version
+            v -= 0.5 * w.grad[0:2]
+            w[2] = 7.0
+        w.grad = None
+        return loss.detach()
+
+    (we,), (wc,) = twins([1.0, 2.0, 3.0])
+    c = ad.compile(step)
+    for i in range(4):
+        same_tensor(step([we]), c([wc]), f"loss {i}", version=False)
+        same_state([we], [wc])
+    assert wc.version == 8 and c.stats["replayed"] == 3
+
+
+def test_a_returned_detach_shares_the_argument_s_version_counter():
+    def f(w):
+        with ad.no_grad():
+            w += 1
+        return w.detach()
+
+    we, wc = ad.tensor([1.0]), ad.tensor([1.0])
+    c = ad.compile(f)
+    for i in range(3):
+        a, b = f(we), c(wc)
+        same_tensor(a, b)
+        same_tensor(we, wc)
+        assert b.version == 2 * i + 1 and b._version is wc._version   # (b[0] = ... counts too)
+        b[0] = 10.0 * (i + 1)            # the same storage as the argument, as eager's
+        a[0] = 10.0 * (i + 1)
+        same_tensor(we, wc)
+    assert c.stats["replayed"] == 2
+
+
+def test_a_named_tuple_result_is_made_again():
+    import collections
+    Out = collections.namedtuple("Out", "loss n")
+
+    def f(x):
+        return Out((x * 2).sum().detach(), 3)
+
+    c = ad.compile(f)
+    for v in ([1.0, 2.0], [3.0, 5.0]):
+        x = ad.tensor(v)
+        e, k = f(x), c(x)
+        assert type(k) is Out and k.n == 3
+        same_tensor(e.loss, k.loss, version=False)
+    assert c.stats["replayed"] == 1
+
+
+HELPER_SCALE = 2.0
+
+
+def _helper(t):
+    return t * HELPER_SCALE
+
+
+def test_a_number_read_by_a_function_it_calls_is_guarded():
+    global HELPER_SCALE
+
+    def f(d):
+        return _helper(d["x"]).sum().detach()
+
+    c = ad.compile(f)
+    x = ad.tensor([1.0, 2.0])
+    try:
+        assert c({"x": x}).item() == c({"x": x}).item() == 6.0
+        HELPER_SCALE = 3.0
+        same_tensor(f({"x": x}), c({"x": x}), version=False)
+        assert c({"x": x}).item() == 9.0
+    finally:
+        HELPER_SCALE = 2.0
+    assert c.stats == {"replayed": 2, "eager": 2, "captures": 2}
+
+
+def test_the_same_tensor_twice_is_another_call_than_two_tensors():
+    def f(a, b):
+        with ad.no_grad():
+            a += 1
+        return (a * b).sum().detach()
+
+    pe, qe, pc, qc = (ad.tensor([1.0]) for _ in range(4))
+    c = ad.compile(f)
+    for args_e, args_c in (((pe, pe), (pc, pc)), ((pe, qe), (pc, qc)), ((pe, pe), (pc, pc))):
+        same_tensor(f(*args_e), c(*args_c), version=False)
+        same_state([pe, qe], [pc, qc])
+    assert c.stats == {"replayed": 1, "eager": 2, "captures": 2}
+
+
+def test_compile_needs_a_function():
+    with pytest.raises(ad.TypeError_, match="compile\\(\\) needs a function"):
+        ad.compile(42)
+    with pytest.raises(ad.TypeError_, match="needs a function"):
+        ad.Session(out=io.StringIO()).run("f = compile(3)")
+
+
 # ---- (2) guards: each gives eager's results -------------------------------------------------
 
 def test_a_branch_on_item_that_flips_between_calls():
@@ -887,6 +988,15 @@ def test_a_learning_rate_schedule_in_a_script():
     for i, (a, b) in enumerate(zip(le, lc)):
         same_tensor(a, b, f"loss {i}", version=False)
     same_state([se[n] for n in ("w1", "b1", "w2")], [sc[n] for n in ("w1", "b1", "w2")])
+
+
+def test_a_session_s_last_trace_after_a_replay_is_the_captured_call_s():
+    s, _, _ = run_script("compile(step)", TRAIN_SCRIPT.replace("range(40)", "range(3)")
+                         + "w1.grad = none\nother = (w1 * w1).sum()\nother.backward()\nw1.grad = none\n"
+                         + "train(x, y, 0.2)\n")
+    text = str(s.last_trace)
+    assert "the captured call of the compiled step" in text
+    assert "MseLossBackward" in text and "SumBackward" not in text    # not `other`'s backward
 
 
 def test_program_in_the_repl():

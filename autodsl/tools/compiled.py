@@ -78,8 +78,10 @@ class CompiledFunction:
                             raise
                         break               # nothing changed: eager autodsl says what is wrong
                     self.stats["replayed"] += 1
-                    if entry[1].trace is not None and ctx.names is not None:
-                        ctx.last_trace = entry[1].trace
+                    if program.trace is not None and ctx.names is not None:     # in a Session
+                        ctx.last_trace = program.trace
+                        if ctx.trace_sink is not None:      # what the Session keeps (s.last_trace)
+                            ctx.trace_sink(program.trace)
                     return _rebuild(entry[1].result, out, leaves)
         return self._capture(ctx, args, kwargs, leaves, key)
 
