@@ -366,6 +366,23 @@ def test_an_update_through_a_view_and_an_index_of_a_parameter():
     assert wc.version == 8 and c.stats["replayed"] == 3
 
 
+def test_an_update_of_a_grad_in_place_counts_in_its_version():
+    def step(ws):
+        (w,) = ws
+        loss = (w * w * w).sum()
+        loss.backward()
+        with ad.no_grad():
+            g = w.grad
+            g *= 0.5                    # gradient scaling, in place
+            w -= 0.1 * g
+        return loss.detach()
+
+    (we,), (wc,) = twins([1.0, 2.0, 3.0])
+    c, _, _ = train_both(step, ([we],), ([wc],), 4)
+    same_state([we], [wc])               # .grad accumulates: its version counts both writes
+    assert wc.grad.version == 7 and c.stats["replayed"] == 3
+
+
 def test_a_returned_detach_shares_the_argument_s_version_counter():
     def f(w):
         with ad.no_grad():

@@ -60,6 +60,7 @@ class Capture:
         self.made = set()       # ids of the tensors the call's ops made (kept alive in ``keep``)
         self.fresh = set()      # const slots of the creation functions (zeros, tensor, ...): new each call
         self.touched = {}       # id -> a tensor from outside whose .grad the call reads or changes
+        self.grads = {}         # id(a .grad tensor the call read) -> the tensor it is the .grad of
 
     # -- slots -------------------------------------------------------------------------
     def _new(self, arr, computed: bool) -> int:
@@ -226,6 +227,8 @@ class Capture:
         if self.failed:
             return
         self._touch(t)
+        self.grads[id(g)] = t
+        self.keep.append(g)
         s = self._new(g._data, False)
         self.steps.append(("read_grad", s, t))
 
@@ -257,11 +260,14 @@ class Capture:
 
     def version_owner(self, t: Tensor):
         """The argument (its path, as ``("arg", path)``) or outside tensor (``("ext", tensor)``)
-        whose version counter ``t`` shares (``t`` itself, a view or ``detach()`` of it), or None:
-        a counter only tensors the call made have, which a replay need not count."""
+        whose version counter ``t`` shares (``t`` itself, a view or ``detach()`` of it), the
+        tensor whose ``.grad`` ``t`` is (``("grad", tensor)``), or None: a counter only tensors
+        the call made have, which a replay need not count."""
         counter = t._version
         if id(t) in self.args:
             return ("arg", self.args[id(t)])
+        if id(t) in self.grads:         # g = w.grad; g *= 0.5: the .grad w has when the program runs
+            return ("grad", self.grads[id(t)])
         for path, a in self.arg_tensors:
             if a._version is counter:
                 return ("arg", path)

@@ -86,6 +86,8 @@ class Program:
             got = cap.version_owner(t)
             if got is None:
                 return None
+            if got[0] == "grad":
+                return target(got[1], i) + "._grad"
             if got[0] == "arg":
                 if got[1] not in self.tensor_paths:
                     self.tensor_paths.append(got[1])

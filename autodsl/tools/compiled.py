@@ -4,10 +4,13 @@ The first call runs ``fn`` eagerly and captures what it does (``core/capture.py`
 op, the backward the call runs, ``.grad`` accumulation, updates under ``no_grad``. Later
 calls run the program (``core/program.py``) while its guards hold: the same shapes,
 dtypes, devices and ``requires_grad`` of the tensor arguments and of the tensors it reads
-from outside (found again through the same variables), the same other arguments, and the
-same outcome of every branch on a tensor value. A call whose guards fail runs eagerly and
-is captured again, up to ``MAX_CAPTURES`` times; then the function stays eager and says why,
-once. Calls run eagerly while a trace is printed, anomaly mode is on, or another capture
+from outside (found again through the same variables), the same other arguments, the same
+plain values (numbers, strings) in the outside variables it and the functions it calls read
+(a replay has them built in: ``w -= lr * w.grad``), and the same outcome of every branch on
+a tensor value. A call whose guards fail runs eagerly and is captured again, up to
+``MAX_CAPTURES`` times (a failed guard first tries the other programs); then the function
+stays eager and says why, once. Effects reach each call's own tensors: the arguments it
+was given, not the first call's. Calls run eagerly while a trace is printed, anomaly mode is on, or another capture
 records (a compiled function called from a compiled one is part of the outer program).
 
 What Python does besides tensor operations (printing, appending to a list) happens during
