@@ -289,7 +289,7 @@ def _holds_values(v) -> bool:
 def _expr(cls, tensors, params):
     """The operator a floating op's forward is (``Op.expr``), when nothing else in it applies."""
     expr = getattr(cls, "expr", None)
-    if expr is None or params or not all(t._data.dtype.kind == "f" for t in tensors):
+    if expr is None or params or not all(backend.kind_of(t._data.dtype) == "f" for t in tensors):
         return None
     return expr
 
