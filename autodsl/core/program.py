@@ -344,11 +344,28 @@ def _used_later(steps, results=()):
         else:
             r = set()
         reads.append(r)
-    out, acc = [None] * len(steps), set(results)
-    for i in range(len(steps) - 1, -1, -1):
-        out[i] = set(acc)
-        acc |= reads[i]
-    return out
+    return _LaterReads(reads, results)
+
+
+class _LaterReads:
+    """``later[i]``: the slots read after step ``i`` (or returned), from each slot's last read:
+    linear in the program's length (a set per step would be quadratic)."""
+
+    def __init__(self, reads, results):
+        end = len(reads)
+        self.last = {s: end for s in results}
+        for i, r in enumerate(reads):
+            for s in r:
+                if self.last.get(s, -1) < i:
+                    self.last[s] = i
+        self.i = 0
+
+    def __getitem__(self, i):
+        self.i = i
+        return self
+
+    def __contains__(self, s) -> bool:
+        return self.last.get(s, -1) > self.i
 
 
 def _result_slots(result):
