@@ -30,7 +30,7 @@ from autodsl.errors import AutogradError, RuntimeError_, TypeError_, ValueError_
 from autodsl.names import names_of
 from autodsl.source import format_pos, pos_text
 
-__all__ = ["replay", "evaluate", "Replayed", "graph_order", "dependents", "fixed_inputs", "FixedInput",
+__all__ = ["replay", "evaluate", "value_kind", "Replayed", "graph_order", "dependents", "fixed_inputs", "FixedInput",
            "node_of", "same_values", "fixed_sentence"]
 
 
@@ -304,7 +304,7 @@ def replay(f, leaves=None, values=None, *, record=False) -> Tensor:
     """
     if not isinstance(f, Tensor):
         raise TypeError_(f"replay() takes a tensor computed from leaves that require grad first, not "
-                         f"{_kind(f)}; for example replay(f, [w1], [0.6])")
+                         f"{value_kind(f)}; for example replay(f, [w1], [0.6])")
     pairs = _pairs(leaves, values)
     fname = _name(f, "f")
     given = {}
@@ -359,10 +359,10 @@ def _pairs(leaves, values) -> list:
         pairs = list(zip(leaves, values))
     else:
         raise TypeError_(f"replay(f, leaves, values): leaves must be a list of tensors (or a dict from "
-                         f"tensors to values), not {_kind(leaves)}")
+                         f"tensors to values), not {value_kind(leaves)}")
     for t, _ in pairs:
         if not isinstance(t, Tensor):
-            raise TypeError_(f"replay(): the values are for tensors of f's graph, but one key is {_kind(t)}; "
+            raise TypeError_(f"replay(): the values are for tensors of f's graph, but one key is {value_kind(t)}; "
                              "give the tensors themselves: replay(f, [w1, b], [0.6, 2.0])")
     return pairs
 
@@ -380,14 +380,14 @@ def _value(v, like: Tensor, record: bool) -> Tensor:
             t = new_tensor(backend.asarray(arr, dt, device), device)
     elif isinstance(v, backend.HOST_BOOL) or v is None or isinstance(v, str):
         raise TypeError_(f"replay(): a new value must be a number, a list of numbers or a tensor, not "
-                         f"{_kind(v)}")
+                         f"{value_kind(v)}")
     elif isinstance(v, (list, tuple)):
         t = new_tensor(array_from_data(v, dt, device), device)
     elif isinstance(v, backend.HOST_INT + backend.HOST_FLOAT) or backend.is_host_array(v):
         t = new_tensor(backend.asarray(v, dt, device), device)
     else:
         raise TypeError_(f"replay(): a new value must be a number, a list of numbers or a tensor, not "
-                         f"{_kind(v)}")
+                         f"{value_kind(v)}")
     if record and not t._requires_grad and dt.is_floating:
         t._requires_grad = True         # a new leaf of the fresh graph
     return t
@@ -408,7 +408,8 @@ def _not_in_graph(t, fname, constant=False) -> str:
             f"made after {fname}); give new values only to tensors {fname} depends on")
 
 
-def _kind(v) -> str:
+def value_kind(v) -> str:
+    """The kind of a Python value in the language's words ("a number", "none", ...)."""
     if v is None:
         return "none"
     if isinstance(v, bool):

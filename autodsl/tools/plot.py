@@ -177,7 +177,7 @@ def _graph_of(f: Tensor, x) -> tuple:
     """(f's graph node, x's node) for ``plot(f, x, lo, hi)``, after checking both."""
     fname, xname = _tensor_name(f, "f"), _tensor_name(x, "x")
     if not isinstance(x, Tensor):
-        raise TypeError_(f"plot(f, x, lo, hi): x must be the tensor {fname} is computed from, not {_kind(x)}")
+        raise TypeError_(f"plot(f, x, lo, hi): x must be the tensor {fname} is computed from, not {replay.value_kind(x)}")
     if f.numel() != 1 or x.numel() != 1:
         which, t = (fname, f) if f.numel() != 1 else (xname, x)
         raise ValueError_(f"plot(f, x, lo, hi) draws a function of one number: {which} must have one element, "
@@ -242,7 +242,7 @@ def _tensor_name(t, default: str) -> str:
 def _check_function(f) -> None:
     if not callable(f) or isinstance(f, type):
         raise TypeError_(f"plot() needs a function of one variable as its first argument (or a tensor, "
-                         f"with the leaf it is computed from: plot(f, x, lo, hi)), not {_kind(f)}; for "
+                         f"with the leaf it is computed from: plot(f, x, lo, hi)), not {replay.value_kind(f)}; for "
                          "example def f(x) { return x^3 - 2*x }, then plot(f, -2, 2)")
 
 
@@ -279,7 +279,7 @@ def _value_and_derivative(f, xs, first):
                           "on a tensor: where(x > 0, a, b) instead of if)")
         raise
     if isinstance(ys, bool) or ys is None or not isinstance(ys, (Tensor, int, float)):
-        what = "none (did it forget `return`?)" if ys is None else _kind(ys)
+        what = "none (did it forget `return`?)" if ys is None else replay.value_kind(ys)
         raise TypeError_(f"plot(): f must return a tensor (or a number), but it returned {what}")
     if not isinstance(ys, Tensor):
         return np.full(n, float(ys)), np.zeros(n)
@@ -448,7 +448,7 @@ def _terminal_size():
 
 def _check_file(file) -> str:
     if not isinstance(file, (str, os.PathLike)) or isinstance(file, bytes):
-        raise TypeError_(f"plot(): file must be a string such as \"f.svg\", not {_kind(file)}")
+        raise TypeError_(f"plot(): file must be a string such as \"f.svg\", not {replay.value_kind(file)}")
     ext = Path(file).suffix.lower().lstrip(".")
     if ext not in PICTURE_FORMATS:
         raise ValueError_(f"plot(): cannot tell the picture format of {str(file)!r}; end the file name in "
@@ -491,27 +491,13 @@ def _picture(xs, ys, dys, label_f, label_df, var, title, path: Path, ext: str) -
 
 # -- arguments ----------------------------------------------------------------------------------
 
-def _kind(v) -> str:
-    if v is None:
-        return "none"
-    if isinstance(v, bool):
-        return "a boolean"
-    if isinstance(v, (int, float)):
-        return "a number"
-    if isinstance(v, str):
-        return "a string"
-    if isinstance(v, Tensor):
-        return "a tensor"
-    return f"a {type(v).__name__}"
-
-
 def _bound(v, what) -> float:
     if isinstance(v, Tensor):
         if v.numel() != 1:
             raise TypeError_(f"plot(): {what} must be a number, not a tensor of shape {v.shape}")
         v = v.item()
     if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-        raise TypeError_(f"plot(): {what} must be a number, not {_kind(v)}")
+        raise TypeError_(f"plot(): {what} must be a number, not {replay.value_kind(v)}")
     v = float(v)
     if not math.isfinite(v):
         raise ValueError_(f"plot(): {what} must be a finite number, not {_num(v)}")
@@ -523,7 +509,7 @@ def _int_option(v, what, lo, hi) -> int:
         v = v.item()
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) and not (
             isinstance(v, float) and v.is_integer()):
-        raise TypeError_(f"plot(): {what} must be a whole number, not {_kind(v)}")
+        raise TypeError_(f"plot(): {what} must be a whole number, not {replay.value_kind(v)}")
     v = int(v)
     if not lo <= v <= hi:
         raise ValueError_(f"plot(): {what} must be between {lo} and {hi}, not {v}")
