@@ -29,7 +29,6 @@ from autodsl.source import format_pos
 __all__ = ["Program", "GuardFailed"]
 
 _EFFECTS = frozenset({"acc", "grad_none", "ufunc", "write"})
-_GUARDS = frozenset({"guard", "read_grad"})
 
 
 class GuardFailed(Exception):
@@ -64,7 +63,7 @@ class Program:
                "_rgrad": _read_grad, "_rv": record_values, "_nw": note_write, "_write": _write, "_item": _item,
                "_F": self.formula_ns, "_cp": backend.copy, "_E": self._started}
         results = set(_result_slots(self.result))
-        later = _used_later(self.steps, results)
+        last_read = _last_reads(self.steps, results)
         lines = ["def _program(A, L, J):"]
         emit = lines.append
         n_args = 0
@@ -169,7 +168,7 @@ class Program:
                 t = target(st[1], i)
                 # Note [stealing a gradient]: an array this call computed, that owns its memory
                 # and that no later step reads, becomes .grad as it is
-                steal = st[3] and st[2] not in later[i]
+                steal = st[3] and last_read.get(st[2], -1) <= i
                 emit(f"    _acc({t}, v{st[2]}, {steal!r}, J)")
             elif k == "grad_none":
                 emit(f"    _gnone({target(st[1], i)}, J)")
@@ -321,9 +320,9 @@ def _guard_after_effect(steps) -> bool:
     return False
 
 
-def _used_later(steps, results=()):
-    """For each step index, the slots some later step reads, or the call returns (what a step
-    may not give away)."""
+def _last_reads(steps, results=()) -> dict:
+    """{slot: index of the last step that reads it} (``len(steps)`` for what the call returns):
+    a step may give away a slot it is the last reader of."""
     reads = []
     for st in steps:
         k = st[0]
@@ -344,28 +343,12 @@ def _used_later(steps, results=()):
         else:
             r = set()
         reads.append(r)
-    return _LaterReads(reads, results)
-
-
-class _LaterReads:
-    """``later[i]``: the slots read after step ``i`` (or returned), from each slot's last read:
-    linear in the program's length (a set per step would be quadratic)."""
-
-    def __init__(self, reads, results):
-        end = len(reads)
-        self.last = {s: end for s in results}
-        for i, r in enumerate(reads):
-            for s in r:
-                if self.last.get(s, -1) < i:
-                    self.last[s] = i
-        self.i = 0
-
-    def __getitem__(self, i):
-        self.i = i
-        return self
-
-    def __contains__(self, s) -> bool:
-        return self.last.get(s, -1) > self.i
+    last = {s: len(steps) for s in results}
+    for i, r in enumerate(reads):
+        for s in r:
+            if last.get(s, -1) < i:
+                last[s] = i
+    return last
 
 
 def _result_slots(result):
