@@ -135,9 +135,9 @@ class Capture:
             self.touched.setdefault(id(t), t)
 
     # -- what the hooks report ------------------------------------------------------------
-    def op(self, cls, node, raw_inputs, tensors, params, raw_out, out_t, recorded: bool) -> None:
+    def op(self, cls, node, raw_inputs, tensors, params, out_t, recorded: bool) -> None:
         """An op's forward ran (``ops.registry.apply``): ``node`` its node (recorded or not),
-        ``raw_out`` what its forward returned, ``out_t`` the output Tensor."""
+        ``out_t`` the output Tensor."""
         if self.depth or self.failed:
             return
         if params and any(_holds_values(v) for v in params.values()):
@@ -156,13 +156,12 @@ class Capture:
         _prepare(rnode, node, len(tensors), recorded)
         if recorded:
             self.nodes[node] = rnode
-        self.steps.append(("op", out, cls, rnode, ins, params or None, raw_out is not out_arr, opaque,
-                           out_arr.ndim == 0, node.pos if recorded else None, out_t.device,
-                           _expr(cls, tensors, params)))
+        self.steps.append(("op", out, cls, rnode, ins, params or None, opaque,
+                           node.pos if recorded else None, out_t.device, _expr(cls, tensors, params)))
 
-    def formula(self, node, g_arr, outs_raw, outs, namespace) -> None:
+    def formula(self, node, g_arr, outs, namespace) -> None:
         """``node``'s formula ran on arrays (``Op.apply``) in ``namespace`` (ops/formula.py's
-        ARRAYS): ``outs_raw`` what it returned, ``outs`` those as the arrays it sent on."""
+        ARRAYS): ``outs`` the arrays it sent on."""
         rnode = None if self.failed else self._rnode(node)
         if rnode is None:
             return
@@ -171,8 +170,7 @@ class Capture:
         saved = node._saved
         sv = None if saved is None else tuple(None if s is None else self._saved_slot(s) for s in saved)
         res = tuple(None if o is None else self._out(o) for o in outs)
-        fix = tuple(o is not None and r is not o for r, o in zip(outs_raw, outs))
-        self.steps.append(("formula", res, type(node), rnode, g, sv, fix))
+        self.steps.append(("formula", res, type(node), rnode, g, sv))
 
     def opaque(self, node, g, outs) -> None:
         """``node``'s Tensor-level backward ran on the gradient ``g``, as one step."""

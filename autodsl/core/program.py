@@ -9,6 +9,11 @@ Tensor and node objects, promotion, the engine's bookkeeping. The steps that cha
 outside the program (``.grad``, in-place updates, version counters, the undo journal) call
 the helpers below, which do what eager autodsl does.
 
+Inside the program a 0-d result stays what NumPy gives, a NumPy scalar, where eager autodsl
+wraps it back into a 0-d array (``new_tensor``): the arithmetic on either is the same IEEE
+operation in the same dtype, and every forward and formula takes both. Values become arrays
+where they leave the program: ``.grad``, the returned tensors, a Tensor-level backward.
+
 A guard inside the program (a value Python branched on, a ``.grad`` it reads) raises
 ``GuardFailed`` when it does not hold. When such a guard follows a step that changed state,
 the run is a transaction: everything is put back before the call runs eagerly instead.
@@ -58,7 +63,7 @@ class Program:
 
     # -- code ----------------------------------------------------------------------------
     def _build(self, cap):
-        env = {"_SC": backend.SCALAR_TYPES, "_s2a": backend.scalar_array, "_GF": GuardFailed,
+        env = {"_GF": GuardFailed,
                "_opf": _op_recording, "_opb": _backward, "_acc": _accumulate, "_gnone": _grad_none,
                "_rgrad": _read_grad, "_rv": record_values, "_nw": note_write, "_write": _write, "_item": _item,
                "_F": self.formula_ns, "_cp": backend.copy, "_E": self._started}
@@ -107,9 +112,6 @@ class Program:
                 env[f"R{id(t)}"] = t
                 emit(f"    R{id(t)}._grad = None")
 
-        def fix(s):
-            emit(f"    if isinstance(v{s}, _SC): v{s} = _s2a(v{s})")
-
         for i, st in enumerate(self.steps):
             k = st[0]
             if i == first_effect and not self.transactional:
@@ -127,33 +129,27 @@ class Program:
                 else:
                     emit(f"    v{st[1]} = C{i}")
             elif k == "op":
-                out, cls, rnode, ins, params, needs_fix, opaque = st[1:8]
+                out, cls, rnode, ins, params, opaque = st[1:7]
                 env[f"N{i}"], env[f"F{i}"] = rnode, cls.forward
                 args = ", ".join(f"v{s}" for s in ins)
                 if opaque:
                     env[f"P{i}"] = params or {}
                     emit(f"    v{out} = _opf(N{i}, F{i}, ({args}{',' if len(ins) == 1 else ''}), P{i}, "
-                         f"{st[10]!r})")
-                elif st[11] is not None:        # the forward is this operator (Op.expr)
-                    emit(f"    v{out} = " + st[11].format(*(f"v{s}" for s in ins)))
-                    if needs_fix:
-                        fix(out)
+                         f"{st[8]!r})")
+                elif st[9] is not None:        # the forward is this operator (Op.expr)
+                    emit(f"    v{out} = " + st[9].format(*(f"v{s}" for s in ins)))
                 else:
                     if params:
                         env[f"P{i}"] = params
                     emit(f"    v{out} = F{i}(N{i}{', ' if ins else ''}{args}{', **P' + str(i) if params else ''})")
-                    if needs_fix:
-                        fix(out)
             elif k == "formula":
-                res, cls, rnode, g, sv, fixes = st[1:7]
+                res, cls, rnode, g, sv = st[1:6]
                 env[f"N{i}"], env[f"Q{i}"] = rnode, cls.formula
                 saved = "" if sv is None else "".join(", None" if s is None else f", v{s}" for s in sv)
                 emit(f"    _r = Q{i}(N{i}, _F, v{g}{saved})")
                 for j, s in enumerate(res):
                     if s is not None:
                         emit(f"    v{s} = _r[{j}]")
-                        if fixes[j]:
-                            fix(s)
             elif k == "backward":
                 res, rnode, g, device = st[1:5]
                 env[f"N{i}"] = rnode
@@ -163,7 +159,6 @@ class Program:
                         emit(f"    v{s} = _r[{j}]")
             elif k == "add":
                 emit(f"    v{st[1]} = v{st[2]} + v{st[3]}")
-                fix(st[1])
             elif k == "acc":
                 t = target(st[1], i)
                 # Note [stealing a gradient]: an array this call computed, that owns its memory
@@ -260,7 +255,7 @@ class Program:
                 args = ", ".join(v(s) for s in ins)
                 extra = "" if not params else ", " + ", ".join(f"{a}={_short(b)}" for a, b in params.items())
                 text = f"{v(out_s)} = {cls.op_name}({args}{extra})"
-                pos = st[9]
+                pos = st[7]
             elif k in ("formula", "backward"):
                 res = st[1]
                 rnode = st[3] if k == "formula" else st[2]

@@ -218,7 +218,7 @@ def apply(cls, *inputs, **params) -> Tensor:
             raise _translate(cls, tensors, e) from None
         # a NumPy scalar becomes a 0-d array; only to() moves data to another device
         out = Tensor(out_arr) if cls.moves_device else new_tensor(out_arr, device)
-        raw_out, out_arr = out_arr, out._data
+        out_arr = out._data
         if cls.view and tensors and backend.may_share_memory(out_arr, tensors[0]._data):
             src = tensors[0]
             out._version = src._version
@@ -267,7 +267,7 @@ def apply(cls, *inputs, **params) -> Tensor:
         if ctx.anomaly is not None or not (record or ctx.in_pass or grad_on and not cls.never_differentiable):
             after_op(cls, tensors, out, node if record else None, grad_on)    # anomaly mode; why()
         if ctx.capture is not None:         # compile() is recording this call (core/capture.py)
-            ctx.capture.op(cls, node, inputs, tensors, params, raw_out, out, record)
+            ctx.capture.op(cls, node, inputs, tensors, params, out, record)
         return out
     finally:
         if gc_on:
@@ -278,7 +278,7 @@ def _captured_formula(node, cap, g, outs):
     """Op.apply's formula path while compile() records: the same results, and the step."""
     data, device = g._data, g.device
     wrapped = tuple(None if o is None else g if o is data else new_tensor(o, device) for o in outs)
-    cap.formula(node, g._data, outs, tuple(None if w is None else w._data for w in wrapped), ARRAYS)
+    cap.formula(node, g._data, tuple(None if w is None else w._data for w in wrapped), ARRAYS)
     return wrapped
 
 
