@@ -138,6 +138,9 @@ class Program:
                          f"{st[8]!r})")
                 elif st[9] is not None:        # the forward is this operator (Op.expr)
                     emit(f"    v{out} = " + st[9].format(*(f"v{s}" for s in ins)))
+                elif st[10] is not None:       # the forward for these shapes (Op.specialize)
+                    env[f"F{i}"] = st[10]
+                    emit(f"    v{out} = F{i}({args})")
                 else:
                     if params:
                         env[f"P{i}"] = params

@@ -94,6 +94,14 @@ class Op(Node):
     def forward(self, *arrays, **params):  # pragma: no cover
         raise NotImplementedError
 
+    @classmethod
+    def specialize(cls, shapes: tuple, params: dict):
+        """The forward for inputs of ``shapes`` and these ``params``, as a function of the input
+        arrays that computes exactly what ``forward`` does, with what depends only on the
+        shapes worked out once; or None (the default). A compiled program calls it instead of
+        ``forward`` (core/program.py); nothing reads the node afterwards."""
+        return None
+
     def rerun(self, inputs: tuple) -> Tensor:
         """This node's op again, on ``inputs`` (one Tensor per input, in the recorded order)
         and the recorded parameters: what a replay of the graph evaluates (core/replay.py)."""
