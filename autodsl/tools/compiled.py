@@ -158,33 +158,33 @@ def _meta(t: Tensor):
 def _flatten(value):
     """({path: leaf}, key): the tensors and plain values of the arguments, and a key that is
     equal for two calls exactly when their structure, plain values and tensors' metadata are;
-    key None for an argument the program cannot take."""
+    key None for an argument the program cannot take. (It runs before every replay: one
+    explicit stack, no per-value closures.)"""
     leaves = {}
     parts = []
     alias = {}          # the same tensor or storage twice: part of the key
-
-    def walk(v, path):
-        if isinstance(v, Tensor):
+    stack = [(value, ())]
+    pop, push, add = stack.pop, stack.append, parts.append
+    while stack:
+        v, path = pop()
+        tv = type(v)
+        if tv is Tensor or isinstance(v, Tensor):
             leaves[path] = v
-            parts.append(("T", alias.setdefault(id(v), len(alias)), alias.setdefault(("d", id(v._data)), len(alias)))
-                         + _meta(v))
+            d = v._data
+            add((alias.setdefault(id(v), len(alias)), alias.setdefault(-id(d) - 1, len(alias)),
+                 d.shape, d.dtype, v.device, v._requires_grad, v.grad_fn is None))
+        elif tv is list or tv is tuple or isinstance(v, (list, tuple)):
+            add((tv, len(v)))
+            for i in range(len(v) - 1, -1, -1):         # left to right, as the key is read
+                push((v[i], path + (i,)))
         elif isinstance(v, _SIMPLE):
-            parts.append(_snapshot(v))
-        elif isinstance(v, (list, tuple)):
-            parts.append((type(v), len(v)))
-            for i, x in enumerate(v):
-                walk(x, path + (i,))
+            add(_snapshot(v))
         elif isinstance(v, dict):
-            parts.append((dict, tuple(v)))
-            for k, x in v.items():
-                walk(x, path + (k,))
+            add((dict, tuple(v)))
+            for k in reversed(tuple(v)):
+                push((v[k], path + (k,)))
         else:
-            raise CaptureError(type(v).__name__)
-
-    try:
-        walk(value, ())
-    except CaptureError:
-        return leaves, None
+            return leaves, None
     return leaves, tuple(parts)
 
 
