@@ -29,6 +29,8 @@ functions' constants are copied for every call).
 """
 from __future__ import annotations
 
+import sys
+
 import autodsl.backend as backend
 from autodsl.context import current
 from autodsl.core.tensor import Tensor
@@ -212,8 +214,18 @@ class Capture:
         s = self.array_in(g_arr)
         # the program decides for itself whether the gradient's array can become .grad as it is
         # (core/program.py): the capture keeps every array, so eager autodsl copied them all here
-        owns = s in self.computed and getattr(g_arr, "base", 0) is None
-        self.steps.append(("acc", t, s, owns))
+        self.steps.append(("acc", t, s, s in self.computed and self._fresh(g_arr)))
+
+    def _fresh(self, arr) -> bool:
+        """Does ``arr`` own its memory, or view memory that only it holds (the temporary a
+        reshaped sum is a view of)? Then nothing else sees it if it becomes .grad as it is."""
+        if not hasattr(arr, "base"):
+            return False
+        base = arr.base
+        if base is None:
+            return True
+        # (sys.getrefcount: the view's reference, this local and the call's own)
+        return getattr(base, "base", 0) is None and id(base) not in self.slot and sys.getrefcount(base) == 3
 
     def grad_none(self, t: Tensor) -> None:
         if self.failed:

@@ -36,6 +36,10 @@ class Matmul(Op):
 
     def formula(self, F, g, x, y):     # x, y: None where that gradient is not needed
         xs, ys = self.input_shapes
+        ea, eb = self.next_edges
+        if len(xs) == 2 and len(ys) == 2:     # matrices: what the general case below comes to
+            return (F.matmul(g, F.mT(y)) if ea is not None else None,
+                    F.matmul(F.mT(x), g) if eb is not None else None)
         # Lift 1-D operands to matrices, use dA = G B^T and dB = A^T G, then drop the
         # lifted dims again; batch dims broadcast, so reduce them to each operand's shape.
         xs2 = (1,) + xs if len(xs) == 1 else xs
@@ -48,7 +52,6 @@ class Matmul(Op):
             g2 = F.reshape(g2, gs[:-1] + (1, gs[-1]))
         elif len(ys) == 1:
             g2 = F.reshape(g2, gs + (1,))
-        ea, eb = self.next_edges
         ga = gb = None
         if ea is not None:
             ga = _as_shape(F, F.sum_to(F.matmul(g2, F.mT(_as_shape(F, y, ys2))), xs2), xs)
