@@ -1194,3 +1194,18 @@ def test_the_listing_numbers_operations_with_their_source_positions():
     assert any(is_update(line, "w1") for line in body)
     assert any("w1.grad = none" in line for line in body) and any("bias.grad = none" in line for line in body)
     assert repr(c.program).startswith("<program of step: ")
+
+
+def test_an_op_that_passes_the_gradient_on_does_so_unchanged():
+    # a compiled program skips the formula of such an op (core/program.py): it must be `g, g`
+    import numpy as np
+    from autodsl.ops.formula import ARRAYS
+    from autodsl.ops.registry import REGISTRY
+    flagged = [info.cls for info in REGISTRY.values() if info.cls.passes_gradient]
+    assert flagged, "add passes its gradient on"
+    for cls in flagged:
+        node = cls.__new__(cls)
+        node.next_edges = (True, True)
+        g = np.array([1.5, -2.0])
+        outs = cls.formula(node, ARRAYS, g)
+        assert all(o is g for o in outs), cls.__name__

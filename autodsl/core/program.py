@@ -147,12 +147,12 @@ class Program:
                     emit(f"    v{out} = F{i}(N{i}{', ' if ins else ''}{args}{', **P' + str(i) if params else ''})")
             elif k == "formula":
                 res, cls, rnode, g, sv = st[1:6]
+                if cls.passes_gradient:         # its formula is `return g, g`: nothing to run
+                    continue
                 env[f"N{i}"], env[f"Q{i}"] = rnode, cls.formula
                 saved = "" if sv is None else "".join(", None" if s is None else f", v{s}" for s in sv)
-                emit(f"    _r = Q{i}(N{i}, _F, v{g}{saved})")
-                for j, s in enumerate(res):
-                    if s is not None:
-                        emit(f"    v{s} = _r[{j}]")
+                lhs = ", ".join("_" if s is None else f"v{s}" for s in res)
+                emit(f"    {lhs}{',' if len(res) == 1 else ''} = Q{i}(N{i}, _F, v{g}{saved})")
             elif k == "backward":
                 res, rnode, g, device = st[1:5]
                 env[f"N{i}"] = rnode

@@ -39,6 +39,7 @@ class Add(Op):
             raise
 
     rule = ("grad", "grad")
+    passes_gradient = True
 
     def formula(self, F, g):
         return g, g

@@ -81,6 +81,9 @@ class Op(Node):
     # the forward on floating inputs, when it is one Python operator ("{0} * {1}"): what a
     # compiled program writes instead of calling forward (core/program.py)
     expr = None
+    # the formula sends the gradient on unchanged to every input (add): a compiled program
+    # skips it (core/program.py)
+    passes_gradient = False
 
     def save_for_backward(self, *tensors) -> None:
         if self._record:
