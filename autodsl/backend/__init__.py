@@ -556,6 +556,8 @@ def copy(arr):
     """A copy with its own storage (NumPy: the same memory layout, as ``clone`` promises)."""
     if type(arr) is np.ndarray:
         return arr.copy(order="K")
+    if isinstance(arr, np.generic):     # immutable (a compiled program's 0-d values): itself
+        return arr
     return namespace_of(arr).asarray(arr, copy=True)
 
 

@@ -160,7 +160,7 @@ class Capture:
             self.nodes[node] = rnode
         self.steps.append(("op", out, cls, rnode, ins, params or None, opaque,
                            node.pos if recorded else None, out_t.device, _expr(cls, tensors, params),
-                           None if opaque else cls.specialize(tuple(t._data.shape for t in tensors), params)))
+                           None if opaque else cls.specialize(tuple(t._data for t in tensors), params)))
 
     def formula(self, node, g_arr, outs, namespace) -> None:
         """``node``'s formula ran on arrays (``Op.apply``) in ``namespace`` (ops/formula.py's

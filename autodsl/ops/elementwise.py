@@ -300,6 +300,11 @@ class Relu(Op):
     def forward(self, a):
         return _xp(a).maximum(a, backend.zero_of(a))     # a zero of a's dtype: bool stays bool
 
+    @classmethod
+    def specialize(cls, arrays, params):
+        maximum, zero = _xp(arrays[0]).maximum, backend.zero_of(arrays[0])
+        return lambda a: maximum(a, zero)
+
     rule = ("grad * (a > 0)",)
 
     def formula(self, F, g, out):       # torch: relu'(0) = 0

@@ -420,9 +420,9 @@ class SumTo(Op):
         return namespace_of(a).reshape(out, shape)
 
     @classmethod
-    def specialize(cls, shapes, params):
+    def specialize(cls, arrays, params):
         shape = params["shape"]
-        axes, _ = _sum_to_axes(shapes[0], shape)
+        axes, _ = _sum_to_axes(arrays[0].shape, shape)
         if not axes:
             return None
 

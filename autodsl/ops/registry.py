@@ -98,10 +98,10 @@ class Op(Node):
         raise NotImplementedError
 
     @classmethod
-    def specialize(cls, shapes: tuple, params: dict):
-        """The forward for inputs of ``shapes`` and these ``params``, as a function of the input
-        arrays that computes exactly what ``forward`` does, with what depends only on the
-        shapes worked out once; or None (the default). A compiled program calls it instead of
+    def specialize(cls, arrays: tuple, params: dict):
+        """The forward for inputs of the shapes, dtypes and devices of ``arrays`` and these
+        ``params``, as a function of the input arrays that computes exactly what ``forward``
+        does, with what depends only on those worked out once; or None (the default). A compiled program calls it instead of
         ``forward`` (core/program.py); nothing reads the node afterwards."""
         return None
 
