@@ -1209,3 +1209,25 @@ def test_an_op_that_passes_the_gradient_on_does_so_unchanged():
         g = np.array([1.5, -2.0])
         outs = cls.formula(node, ARRAYS, g)
         assert all(o is g for o in outs), cls.__name__
+
+
+def test_specialized_forwards_compute_what_forward_does():
+    # a compiled program calls Op.specialize's function instead of forward (core/program.py)
+    import numpy as np
+    from autodsl.ops.registry import REGISTRY
+    rng = np.random.default_rng(0)
+    checked = 0
+    for info in REGISTRY.values():
+        cls = info.cls
+        for a in (rng.uniform(0.1, 2.0, (3, 4)), np.array(0.7), rng.uniform(0.1, 1.5, (5,)).astype(np.float32)):
+            fast = cls.specialize((a,), {}) if cls.op_name != "sum_to" else None
+            if fast is None:
+                continue
+            node = cls.__new__(cls)
+            node._record = False
+            node.inputs = (None,)
+            node.next_edges = (None,)
+            slow = cls.forward(node, a)
+            assert np.array_equal(np.asarray(fast(a)), np.asarray(slow), equal_nan=True), cls.__name__
+            checked += 1
+    assert checked >= 8 * 3         # exp, log, sqrt, sin, cos, tan, tanh, relu

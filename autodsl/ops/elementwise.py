@@ -159,6 +159,7 @@ class Pow(Op):
 class Exp(Op):
     """e^a."""
     __slots__ = ()
+    array_function = "exp"
     promote = True
     floating = True
     save_output = True
@@ -176,6 +177,7 @@ class Exp(Op):
 class Log(Op):
     """Natural logarithm (log 0 = -inf, log of a negative number = nan)."""
     __slots__ = ()
+    array_function = "log"
     promote = True
     floating = True
     def forward(self, a):
@@ -192,6 +194,7 @@ class Log(Op):
 class Sqrt(Op):
     """Square root."""
     __slots__ = ()
+    array_function = "sqrt"
     promote = True
     floating = True
     save_output = True
@@ -209,6 +212,7 @@ class Sqrt(Op):
 class Sin(Op):
     """Sine (radians)."""
     __slots__ = ()
+    array_function = "sin"
     promote = True
     floating = True
     def forward(self, a):
@@ -225,6 +229,7 @@ class Sin(Op):
 class Cos(Op):
     """Cosine (radians)."""
     __slots__ = ()
+    array_function = "cos"
     promote = True
     floating = True
     def forward(self, a):
@@ -241,6 +246,7 @@ class Cos(Op):
 class Tan(Op):
     """Tangent (radians)."""
     __slots__ = ()
+    array_function = "tan"
     promote = True
     floating = True
     save_output = True
@@ -259,6 +265,7 @@ class Tan(Op):
 class Tanh(Op):
     """Hyperbolic tangent; saturates to ±1 with gradient 0, never nan."""
     __slots__ = ()
+    array_function = "tanh"
     promote = True
     floating = True
     save_output = True

@@ -84,6 +84,8 @@ class Op(Node):
     # the formula sends the gradient on unchanged to every input (add): a compiled program
     # skips it (core/program.py)
     passes_gradient = False
+    # the forward is ``xp.<array_function>(a)`` and nothing else (tanh): see ``specialize``
+    array_function = None
 
     def save_for_backward(self, *tensors) -> None:
         if self._record:
@@ -102,8 +104,11 @@ class Op(Node):
         """The forward for inputs of the shapes, dtypes and devices of ``arrays`` and these
         ``params``, as a function of the input arrays that computes exactly what ``forward``
         does, with what depends only on those worked out once; or None (the default). A compiled program calls it instead of
-        ``forward`` (core/program.py); nothing reads the node afterwards."""
-        return None
+        ``forward`` (core/program.py); nothing reads the node afterwards. The default: the
+        namespace's function ``array_function`` names, for an op whose forward is just that."""
+        if cls.array_function is None or params:
+            return None
+        return getattr(namespace_of(arrays[0]), cls.array_function)
 
     def rerun(self, inputs: tuple) -> Tensor:
         """This node's op again, on ``inputs`` (one Tensor per input, in the recorded order)
