@@ -1231,3 +1231,17 @@ def test_specialized_forwards_compute_what_forward_does():
             assert np.array_equal(np.asarray(fast(a)), np.asarray(slow), equal_nan=True), cls.__name__
             checked += 1
     assert checked >= 8 * 3         # exp, log, sqrt, sin, cos, tan, tanh, relu
+
+
+def test_the_specialized_sum_to_computes_what_its_forward_does():
+    import numpy as np
+    from autodsl.ops.movement import SumTo
+    rng = np.random.default_rng(1)
+    cases = [((64, 16), (16,)), ((4, 1, 3), (1, 3)), ((2, 3, 4), (3, 1)), ((5, 2), (1, 2)), ((3,), ())]
+    for a_shape, shape in cases:
+        a = rng.standard_normal(a_shape)
+        fast = SumTo.specialize((a,), {"shape": shape})
+        node = SumTo.__new__(SumTo)
+        slow = SumTo.forward(node, a, shape)
+        got = fast(a)
+        assert got.shape == slow.shape == shape and np.array_equal(got, slow), (a_shape, shape)

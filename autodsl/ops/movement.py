@@ -422,9 +422,13 @@ class SumTo(Op):
     @classmethod
     def specialize(cls, arrays, params):
         shape = params["shape"]
-        axes, _ = _sum_to_axes(arrays[0].shape, shape)
+        a_shape = arrays[0].shape
+        axes, _ = _sum_to_axes(a_shape, shape)
         if not axes:
             return None
+        if tuple(n for i, n in enumerate(a_shape) if i not in axes) == shape:
+            # the summed dims are the ones the shape drops: the same sums, without a reshape
+            return lambda a: backend.reduce_sum(a, axes, False)
 
         def sum_to_shape(a):        # forward's arithmetic, its checks and axes done already
             return namespace_of(a).reshape(backend.reduce_sum(a, axes, True), shape)
