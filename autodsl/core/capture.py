@@ -158,9 +158,14 @@ class Capture:
         _prepare(rnode, node, len(tensors), recorded)
         if recorded:
             self.nodes[node] = rnode
+        arrays = tuple(t._data for t in tensors)
+        fast = None if opaque else cls.specialize(arrays, params)
+        if fast is not None and recorded:
+            # a replay skips forward: what it leaves on the node for the formula (a count, the
+            # reduction; Op.specialize promises nothing there depends on the values) is left now
+            cls.forward(rnode, *arrays, **(params or {}))
         self.steps.append(("op", out, cls, rnode, ins, params or None, opaque,
-                           node.pos if recorded else None, out_t.device, _expr(cls, tensors, params),
-                           None if opaque else cls.specialize(tuple(t._data for t in tensors), params)))
+                           node.pos if recorded else None, out_t.device, _expr(cls, tensors, params), fast))
 
     def formula(self, node, g_arr, outs, namespace) -> None:
         """``node``'s formula ran on arrays (``Op.apply``) in ``namespace`` (ops/formula.py's

@@ -104,7 +104,9 @@ class Op(Node):
         """The forward for inputs of the shapes, dtypes and devices of ``arrays`` and these
         ``params``, as a function of the input arrays that computes exactly what ``forward``
         does, with what depends only on those worked out once; or None (the default). A compiled program calls it instead of
-        ``forward`` (core/program.py); nothing reads the node afterwards. The default: the
+        ``forward`` (core/program.py). What forward leaves on the node for the formula must
+        depend only on those shapes, dtypes and params: the capture runs forward on the
+        program's node once, and replays read it from there. The default: the
         namespace's function ``array_function`` names, for an op whose forward is just that."""
         if cls.array_function is None or params:
             return None
