@@ -17,6 +17,7 @@ import pytest
 import autodsl as ad
 from autodsl.cli.repl import Repl
 from autodsl.core import program as program_mod
+from autodsl.ops.registry import Op
 from autodsl.tools.compiled import MAX_CAPTURES
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -1260,3 +1261,34 @@ def test_the_specialized_mse_loss_computes_what_its_forward_does():
         node.inputs = (None, None)
         slow = MseLoss.forward(node, a, b, reduction=reduction)
         assert np.array_equal(np.asarray(fast(a, b)), np.asarray(slow)), reduction
+
+
+def test_written_formulas_compute_what_the_formulas_do():
+    # a compiled program writes Op.formula_exprs out instead of calling formula (core/program.py)
+    import numpy as np
+    from autodsl.backend import swap_last
+    from autodsl.ops.formula import ARRAYS
+    from autodsl.ops.registry import REGISTRY
+    rng = np.random.default_rng(3)
+    checked = []
+    for info in REGISTRY.values():
+        cls = info.cls
+        if cls.formula is None or (cls.formula_expr is None and cls.formula_exprs is Op.formula_exprs):
+            continue
+        for dtype in (np.float64, np.float32):
+            y_shape = (4, 2) if cls.op_name == "matmul" else (3, 4)
+            x, y = rng.uniform(0.5, 1.5, (3, 4)).astype(dtype), rng.uniform(0.5, 1.5, y_shape).astype(dtype)
+            node = cls.__new__(cls)
+            node.next_edges = (True, True)
+            node.input_shapes = (x.shape, y.shape)
+            n_saved = cls.formula.__code__.co_argcount - 3
+            saved = (x, y)[:n_saved]
+            g = rng.standard_normal((3, 2) if cls.op_name == "matmul" else x.shape).astype(dtype)
+            want = cls.formula(node, ARRAYS, g, *saved)
+            env = {"_mT": swap_last, "g": g, **{f"s{i}": v for i, v in enumerate(saved)}}
+            got = [eval(e.format(*(f"s{i}" for i in range(n_saved)), g="g"), env)
+                   for e in node.formula_exprs()]
+            assert all(np.array_equal(np.asarray(a), np.asarray(b)) and np.asarray(a).dtype == np.asarray(b).dtype
+                       for a, b in zip(got, want)), cls.__name__
+        checked.append(cls.op_name)
+    assert {"mul", "sub", "div", "neg", "exp", "tanh", "matmul"} <= set(checked)

@@ -63,7 +63,7 @@ class Program:
 
     # -- code ----------------------------------------------------------------------------
     def _build(self, cap):
-        env = {"_GF": GuardFailed,
+        env = {"_GF": GuardFailed, "_mT": backend.swap_last,
                "_opf": _op_recording, "_opb": _backward, "_acc": _accumulate, "_gnone": _grad_none,
                "_rgrad": _read_grad, "_rv": record_values, "_nw": note_write, "_write": _write, "_item": _item,
                "_F": self.formula_ns, "_cp": backend.copy, "_E": self._started}
@@ -148,6 +148,10 @@ class Program:
             elif k == "formula":
                 res, cls, rnode, g, sv = st[1:6]
                 if cls.passes_gradient:         # its formula is `return g, g`: nothing to run
+                    continue
+                written = _written_formula(rnode, res, g, sv)
+                if written is not None:         # the formula's operators, written out (Op.formula_expr)
+                    lines.extend(written)
                     continue
                 env[f"N{i}"], env[f"Q{i}"] = rnode, cls.formula
                 saved = "" if sv is None else "".join(", None" if s is None else f", v{s}" for s in sv)
@@ -316,6 +320,18 @@ def _guard_after_effect(steps) -> bool:
             return True
         effect = effect or k in _EFFECTS
     return False
+
+
+def _written_formula(rnode, res, g, saved):
+    """The lines that compute a formula's results with its ``formula_exprs``, or None."""
+    exprs = rnode.formula_exprs()
+    if exprs is None:
+        return None
+    names = ["None" if s is None else f"v{s}" for s in saved or ()]
+    try:
+        return [f"    v{s} = " + e.format(*names, g=f"v{g}") for s, e in zip(res, exprs) if s is not None]
+    except IndexError:          # an expression needs a value this node did not save
+        return None
 
 
 def _last_reads(steps, results=()) -> dict:

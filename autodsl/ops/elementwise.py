@@ -56,6 +56,8 @@ class Sub(Op):
 
     rule = ("grad", "-grad")
 
+    formula_expr = ('{g}', '-{g}')
+
     def formula(self, F, g):
         return g, (-g if self.next_edges[1] is not None else None)
 
@@ -80,6 +82,8 @@ class Mul(Op):
 
     rule = ("grad * b", "grad * a")
 
+    formula_expr = ('{g} * {1}', '{g} * {0}')
+
     def formula(self, F, g, x, y):      # d(xy) = y dx + x dy
         return (g * y if y is not None else None), (g * x if x is not None else None)
 
@@ -99,6 +103,8 @@ class Div(Op):
 
     rule = ("grad / b", "-grad * a / b^2")
 
+    formula_expr = ('{g} / {1}', '-{g} * {0} / ({1} * {1})')
+
     def formula(self, F, g, x, y):     # d(x/y)/dy = -x/y^2
         ea, eb = self.next_edges
         return (g / y if ea is not None else None), (-g * x / (y * y) if eb is not None else None)
@@ -114,6 +120,8 @@ class Neg(Op):
         return -a
 
     rule = ("-grad",)
+
+    formula_expr = ('-{g}',)
 
     def formula(self, F, g):
         return (-g,)
@@ -168,6 +176,8 @@ class Exp(Op):
         return _xp(a).exp(a)
 
     rule = ("grad * out",)
+
+    formula_expr = ('{g} * {0}',)
 
     def formula(self, F, g, out):       # d e^x = e^x
         return (g * out,)
@@ -274,6 +284,8 @@ class Tanh(Op):
         return _xp(a).tanh(a)
 
     rule = ("grad * (1 - out^2)",)
+
+    formula_expr = ('{g} * (1 - {0} * {0})',)
 
     def formula(self, F, g, out):      # d tanh x = 1 - tanh^2 x
         return (g * (1 - out * out),)

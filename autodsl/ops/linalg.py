@@ -34,6 +34,10 @@ class Matmul(Op):
 
     rule = ("grad @ b^T", "a^T @ grad")
 
+    def formula_exprs(self):
+        xs, ys = self.input_shapes
+        return ("{g} @ _mT({1})", "_mT({0}) @ {g}") if len(xs) == 2 and len(ys) == 2 else None
+
     def formula(self, F, g, x, y):     # x, y: None where that gradient is not needed
         xs, ys = self.input_shapes
         ea, eb = self.next_edges

@@ -86,6 +86,14 @@ class Op(Node):
     passes_gradient = False
     # the forward is ``xp.<array_function>(a)`` and nothing else (tanh): see ``specialize``
     array_function = None
+    # the formula on arrays as one expression per input ("{g} * {1}": {g} the gradient, {0},
+    # {1} the saved values), when it is only operators: what a compiled program writes
+    # instead of calling it (core/program.py); see ``formula_exprs``
+    formula_expr = None
+
+    def formula_exprs(self):
+        """``formula_expr`` for this node (an op may choose by its input shapes), or None."""
+        return self.formula_expr
 
     def save_for_backward(self, *tensors) -> None:
         if self._record:
