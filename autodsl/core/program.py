@@ -112,6 +112,7 @@ class Program:
                 env[f"R{id(t)}"] = t
                 emit(f"    R{id(t)}._grad = None")
 
+        filled = set()      # the .grad fields an earlier step of the program accumulated into
         for i, st in enumerate(self.steps):
             k = st[0]
             if i == first_effect and not self.transactional:
@@ -172,10 +173,15 @@ class Program:
                 # and that no later step reads, becomes .grad as it is
                 steal = st[3] and last_read.get(st[2], -1) <= i
                 emit(f"    _acc({t}, v{st[2]}, {steal!r}, J)")
+                filled.add(id(st[1]))
             elif k == "grad_none":
                 emit(f"    _gnone({target(st[1], i)}, J)")
+                filled.discard(id(st[1]))
             elif k == "read_grad":
-                emit(f"    v{st[1]} = _rgrad({target(st[2], i)})")
+                if id(st[2]) in filled:         # the program accumulated into it: it is there
+                    emit(f"    v{st[1]} = {target(st[2], i)}._grad._data")
+                else:
+                    emit(f"    v{st[1]} = _rgrad({target(st[2], i)})")
             elif k == "ufunc":
                 name, t, s, v, is_slot, pos = st[1:7]
                 # the capture found that NumPy computes this update in place (backend.ufunc_inplace);
