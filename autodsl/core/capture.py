@@ -50,6 +50,7 @@ class Capture:
         self.steps = []
         self.slot = {}          # id(array) -> slot
         self.keep = []          # every array seen, alive until the capture ends (unique ids)
+        self.big = set()        # slots of arrays of 4,096 elements or more
         self.n = 0
         self.computed = set()   # slots a step computes afresh on every call
         self.ext = {}           # slot -> a tensor from outside the call, read when the program runs
@@ -72,6 +73,8 @@ class Capture:
         self.keep.append(arr)
         if computed:
             self.computed.add(s)
+        if getattr(arr, "size", 0) >= 4096:
+            self.big.add(s)
         return s
 
     def arg(self, t: Tensor, path) -> int:

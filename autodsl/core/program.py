@@ -113,7 +113,15 @@ class Program:
                 emit(f"    R{id(t)}._grad = None")
 
         filled = set()      # the .grad fields an earlier step of the program accumulated into
+        # a large array is let go after its last read, as eager autodsl frees it when its last
+        # tensor goes: the allocator reuses its memory for the next one (small ones wait)
+        drop = {}
+        for s, j in last_read.items():
+            if s in cap.big and s not in results:
+                drop.setdefault(j, []).append(s)
         for i, st in enumerate(self.steps):
+            if i - 1 in drop:
+                emit(f"    del {', '.join(f'v{s}' for s in drop[i - 1])}")
             k = st[0]
             if i == first_effect and not self.transactional:
                 emit("    _E[0] = True")

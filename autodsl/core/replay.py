@@ -28,7 +28,7 @@ from autodsl.core.quiet import ieee
 from autodsl.core.tensor import Tensor, array_from_data, new_tensor
 from autodsl.errors import AutogradError, RuntimeError_, TypeError_, ValueError_
 from autodsl.names import names_of
-from autodsl.source import format_pos, pos_text
+from autodsl.source import format_pos
 
 __all__ = ["replay", "evaluate", "value_kind", "Replayed", "graph_order", "dependents", "fixed_inputs", "FixedInput",
            "node_of", "same_values", "fixed_sentence"]

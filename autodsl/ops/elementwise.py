@@ -11,7 +11,7 @@ from autodsl.backend import kind_of, namespace_of
 from autodsl.errors import DTypeError, ValueError_
 from autodsl.core.tensor import Tensor
 from autodsl.core.node import SavedTensor
-from autodsl.ops.formula import TENSORS
+from autodsl.ops.formula import TENSORS, define
 from autodsl.ops.registry import Op, apply, defop
 from autodsl.errors import TypeError_
 from autodsl.core.tensor import as_tensor
@@ -674,3 +674,7 @@ def clone(input):
 TENSORS.sin = sin
 TENSORS.cos = cos
 TENSORS.threshold_backward = threshold_backward
+define("exp", lambda a: _xp(a).exp(a), exp)
+# where(mask, a, 0) with the mask an array (a node's fact, not a recorded input)
+define("where_zero", lambda c, a: backend.where(c, a, backend.zero_of(a)),
+       lambda c, a: where(Tensor(c) if not isinstance(c, Tensor) else c, a, 0.0))

@@ -4,12 +4,9 @@ from __future__ import annotations
 import autodsl.backend as backend
 from autodsl.backend import getitem, namespace_of
 from autodsl.errors import DTypeError, ShapeError, ValueError_
-from autodsl.ops.elementwise import where
 from autodsl.ops.registry import Op, apply, defop
 from autodsl.core.tensor import as_tensor
-from autodsl.core.tensor import Tensor
 from autodsl.ops import reduce as R
-from autodsl.ops.movement import IndexAdd
 
 __all__ = ["mse_loss", "nll_loss", "cross_entropy"]
 
@@ -88,13 +85,12 @@ class NllLoss(Op):
 
     rule = ("-grad at each target class (/ number of counted targets for mean)",)
 
-    def backward(self, g):
-        valid = Tensor(self.valid)
+    def formula(self, F, g):
         if self.reduction == "mean":
-            gg = where(valid, g * (-1.0 / float(self.count)) if self.count else g * float("nan"), 0.0)
+            gg = F.where_zero(self.valid, g * (-1.0 / float(self.count)) if self.count else g * float("nan"))
         else:
-            gg = where(valid, -g, 0.0)
-        return apply(IndexAdd, gg, key=self.index, shape=self.shape, basic=False), None
+            gg = F.where_zero(self.valid, -g)
+        return F.index_add(gg, self.index, self.shape), None
 
 
 def mse_loss(input, target, reduction="mean"):

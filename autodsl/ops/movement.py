@@ -457,3 +457,6 @@ define("expand", lambda a, shape: a if a.shape == shape else _expand_arrays(a, s
        lambda t, shape: expand(t, *shape))
 define("reshape", _reshape_arrays, lambda t, shape: reshape(t, *shape))
 define("mT", backend.swap_last, lambda t: transpose(t, -1, -2))     # a view: exactly Transpose's values
+_index_add_arrays = forward_of(IndexAdd)
+define("index_add", lambda g, key, shape: _index_add_arrays(g, key, shape, False),
+       lambda t, key, shape: apply(IndexAdd, t, key=key, shape=shape, basic=False))

@@ -10,6 +10,7 @@ import builtins
 import autodsl.backend as backend
 from autodsl.backend import kind_of, namespace_of
 from autodsl.errors import IndexError_, TypeError_, ValueError_
+from autodsl.ops.formula import define
 from autodsl.ops.registry import Op, apply, defop
 from autodsl.core.tensor import Tensor, as_tensor
 from autodsl.errors import DTypeError
@@ -381,9 +382,8 @@ class LogSoftmax(Op):
 
     rule = "grad - exp(out) * sum(grad)"
 
-    def backward(self, g):
-        (out,) = self.saved_tensors
-        return (g - exp(out) * g.sum(dim=self.axis, keepdim=True),)
+    def formula(self, F, g, out):
+        return (g - F.exp(out) * F.sum_keepdim(g, self.axis),)
 
 
 # -- public functions ---------------------------------------------------------------------------
@@ -494,3 +494,8 @@ def softmax(input, dim):
 def log_softmax(input, dim):
     """log(softmax(x)) along ``dim``, computed as x - logsumexp(x). Example: ``log_softmax(x, dim=1)``"""
     return apply(LogSoftmax, input, dim=dim)
+
+
+# what backward formulas use of this module (Note [one formula], ops/formula.py): Sum's arrays
+define("sum_keepdim", lambda a, dim: backend.reduce_sum(a, _axes(dim, a.ndim), True),
+       lambda t, dim: sum(t, dim=dim, keepdim=True))

@@ -117,7 +117,7 @@ def plot(f, *bounds, points=201, width=None, height=None, file=None, title=None)
         if len(bounds) != 3:
             raise TypeError_(
                 "plot(f, x, lo, hi): f is a tensor, so give the leaf x it is computed from before the "
-                f"range, as in plot(f, x, -2, 2) (or plot a function: def f(x) {{ ... }}, then plot(f, -2, 2))")
+                "range, as in plot(f, x, -2, 2) (or plot a function: def f(x) { ... }, then plot(f, -2, 2))")
         x, lo, hi = bounds
         root, x_node = _graph_of(f, x)
     else:
