@@ -241,6 +241,13 @@ class Capture:
         self._touch(t)
         self.steps.append(("grad_none", t))
 
+    def grad_is_none(self, t: Tensor) -> None:
+        """``t.grad`` was read and was none: a guard that it is none then in a replay too."""
+        if self.failed:
+            return
+        self._touch(t)
+        self.steps.append(("grad_is_none", t))
+
     def read_grad(self, t: Tensor, g: Tensor) -> None:
         """``t.grad`` was read: the program reads it at the same point."""
         if self.failed:
@@ -251,11 +258,12 @@ class Capture:
         s = self._new(g._data, False)
         self.steps.append(("read_grad", s, t))
 
-    def value(self, t: Tensor, value) -> None:
-        """Python read the value of ``t`` (``item``, ``if``, ``float``): a guard."""
+    def value(self, t: Tensor, value, reader: str = "item") -> None:
+        """Python read the value of ``t`` (``item``, ``if``, ``float``; ``reader="tolist"``:
+        all its values, by ``tolist`` or ``numpy``): a guard."""
         if self.depth or self.failed:
             return
-        self.steps.append(("guard", self.tensor_in(t), value))
+        self.steps.append(("guard", self.tensor_in(t), value, reader))
 
     def write_ufunc(self, name: str, target: Tensor, other) -> None:
         """``target <name>= other`` straight into its storage (an update under no_grad)."""

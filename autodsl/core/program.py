@@ -65,7 +65,7 @@ class Program:
     def _build(self, cap):
         env = {"_GF": GuardFailed, "_mT": backend.swap_last,
                "_opf": _op_recording, "_opb": _backward, "_acc": _accumulate, "_gnone": _grad_none,
-               "_rgrad": _read_grad, "_rv": record_values, "_nw": note_write, "_write": _write, "_item": _item,
+               "_rgrad": _read_grad, "_rv": record_values, "_nw": note_write, "_write": _write, "_item": _item, "_tolist": _tolist,
                "_F": self.formula_ns, "_cp": backend.copy, "_E": self._started}
         results = set(_result_slots(self.result))
         last_read = _last_reads(self.steps, results)
@@ -107,12 +107,13 @@ class Program:
                          for st in self.steps)
         # a leaf the call made (zeros(3, requires_grad=true)) starts each call without a .grad
         for st in self.steps:
-            t = st[2] if st[0] == "read_grad" else st[1] if st[0] in ("acc", "grad_none") else None
+            t = st[2] if st[0] == "read_grad" else st[1] if st[0] in ("acc", "grad_none", "grad_is_none") else None
             if t is not None and made(t) and f"R{id(t)}" not in env:
                 env[f"R{id(t)}"] = t
                 emit(f"    R{id(t)}._grad = None")
 
         filled = set()      # the .grad fields an earlier step of the program accumulated into
+        cleared = set()     # ... and those it set to none
         # a large array is let go after its last read, as eager autodsl frees it when its last
         # tensor goes: the allocator reuses its memory for the next one (small ones wait)
         drop = {}
@@ -182,9 +183,14 @@ class Program:
                 steal = st[3] and last_read.get(st[2], -1) <= i
                 emit(f"    _acc({t}, v{st[2]}, {steal!r}, J)")
                 filled.add(id(st[1]))
+                cleared.discard(id(st[1]))
             elif k == "grad_none":
                 emit(f"    _gnone({target(st[1], i)}, J)")
                 filled.discard(id(st[1]))
+                cleared.add(id(st[1]))
+            elif k == "grad_is_none":
+                if id(st[1]) not in cleared:    # (after the program's own `= none` it is none)
+                    emit(f"    if {target(st[1], i)}._grad is not None: raise _GF({i})")
             elif k == "read_grad":
                 if id(st[2]) in filled:         # the program accumulated into it: it is there
                     emit(f"    v{st[1]} = {target(st[2], i)}._grad._data")
@@ -209,7 +215,7 @@ class Program:
                 emit(f"    _write({owner(st[1], i)}, v{st[2]}, v{st[3]}, J)")
             elif k == "guard":
                 env[f"E{i}"] = st[2]
-                emit(f"    if not (_item(v{st[1]}) == E{i}): raise _GF({i})")
+                emit(f"    if not (_{st[3]}(v{st[1]}) == E{i}): raise _GF({i})")
             else:  # pragma: no cover - every kind above
                 raise AssertionError(k)
         slots = sorted(_result_slots(self.result))
@@ -296,13 +302,15 @@ class Program:
                 text = f"{names.get(id(st[1])) or 'leaf'}.grad = none"
             elif k == "read_grad":
                 text = f"{v(st[1])} = {names.get(id(st[2])) or 'leaf'}.grad"
+            elif k == "grad_is_none":
+                text = f"guard: {names.get(id(st[1])) or 'leaf'}.grad is none (Python read it)"
             elif k == "ufunc":
                 op = {"add": "+=", "subtract": "-=", "multiply": "*=", "divide": "/="}.get(st[1], st[1])
                 text = f"{names.get(id(st[2])) or v(st[3])} {op} {v(st[4]) if st[5] else _short(st[4])}  (in place)"
             elif k == "write":
                 text = f"{names.get(id(st[1])) or v(st[2])}[...] = {v(st[3])}  (in place)"
             elif k == "guard":
-                text = f"guard: {v(st[1])} is {st[2]!r} (Python branched on it)"
+                text = f"guard: {v(st[1])} is {_short(st[2])} (Python branched on it)"
             n += 1
             where = format_pos(pos) if pos else ""
             out.append(f"{n:4}  {text}" + (f"    # {where}" if where else ""))
@@ -322,15 +330,19 @@ class Program:
 
 def _guard_after_effect(steps) -> bool:
     """Can a guard fail after the program changed something? (Then it runs as a transaction.)
-    A ``.grad`` read after the program accumulated into that ``.grad`` cannot fail."""
-    effect, filled = False, set()
+    A ``.grad`` read after the program accumulated into that ``.grad`` cannot fail, nor can
+    one found none after the program set it to none."""
+    effect, filled, cleared = False, set(), set()
     for st in steps:
         k = st[0]
         if k == "acc":
             filled.add(id(st[1]))
+            cleared.discard(id(st[1]))
         elif k == "grad_none":
             filled.discard(id(st[1]))
-        if effect and (k == "guard" or k == "read_grad" and id(st[2]) not in filled):
+            cleared.add(id(st[1]))
+        if effect and (k == "guard" or k == "read_grad" and id(st[2]) not in filled
+                       or k == "grad_is_none" and id(st[1]) not in cleared):
             return True
         effect = effect or k in _EFFECTS
     return False
@@ -344,7 +356,7 @@ def _written_formula(rnode, res, g, saved):
     names = ["None" if s is None else f"v{s}" for s in saved or ()]
     try:
         return [f"    v{s} = " + e.format(*names, g=f"v{g}") for s, e in zip(res, exprs) if s is not None]
-    except IndexError:          # an expression needs a value this node did not save
+    except (IndexError, AttributeError):    # a value this node did not save, a fact it lacks
         return None
 
 
@@ -487,6 +499,10 @@ def _write(t, arr, src, journal):
     if t is not None:
         t._version[0] += 1
         note_write(t)
+
+
+def _tolist(arr):
+    return backend.to_host(arr).tolist()
 
 
 def _item(arr):

@@ -189,9 +189,11 @@ class Tensor:
             warn_user("the .grad of a non-leaf tensor is not kept by backward, so it is none; "
                       "call retain_grad() on it before backward if you want it")
         g = self._grad
-        if g is not None:
-            cap = current().capture
-            if cap is not None:         # compile() is recording: the program reads it here too
+        cap = current().capture
+        if cap is not None:             # compile() is recording: the program reads it here too
+            if g is None:
+                cap.grad_is_none(self)  # (a guard: `if w.grad is not none` may branch on it)
+            else:
                 cap.read_grad(self, g)
         return g
 
@@ -341,7 +343,10 @@ class Tensor:
     # -- host conversion ---------------------------------------------------------------
     def numpy(self) -> "numpy.ndarray":  # noqa: F821
         """A NumPy copy of the values on the host (for a CPU tensor: a copy, never an alias)."""
-        return backend.to_host(self._data, copy=True)
+        out = backend.to_host(self._data, copy=True)
+        if current().capture is not None:      # compile() is recording: Python reads the values
+            current().capture.value(self, out.tolist(), "tolist")
+        return out
 
     def item(self):
         """The single value of a one-element tensor as a Python number."""
@@ -355,7 +360,10 @@ class Tensor:
 
     def tolist(self):
         """The values as (nested) Python lists."""
-        return backend.to_host(self._data).tolist()
+        out = backend.to_host(self._data).tolist()
+        if current().capture is not None:      # compile() is recording: Python reads the values
+            current().capture.value(self, out, "tolist")
+        return out
 
     def __float__(self) -> float:
         return float(self.item())

@@ -50,6 +50,11 @@ class MseLoss(Op):
 
     rule = ("grad * 2 * (a - b) / n", "-grad * 2 * (a - b) / n")
 
+    def formula_exprs(self):
+        scale = 2.0 / self.count if self.reduction == "mean" else 2.0      # (a float: repr is exact)
+        d = f"({{0}} - {{1}}) * ({{g}} * {scale!r})"
+        return d, "-(" + d + ")"
+
     def formula(self, F, g, x, y):
         scale = 2.0 / self.count if self.reduction == "mean" else 2.0
         d = (x - y) * (g * scale)                     # d/dx (x-y)^2 = 2(x-y)
@@ -64,6 +69,13 @@ class NllLoss(Op):
 
     def forward(self, logp, target, reduction="mean", ignore_index=-100):
         xp = namespace_of(logp)
+        n_classes = logp.shape[-1]
+        if xp.any((target != ignore_index) & ((target < 0) | (target >= n_classes))):
+            # here, not in nll_loss(): a compiled program runs forward, never the wrapper
+            flat = backend.to_host(target).reshape(-1).tolist()
+            used = [v for v in flat if v != ignore_index]
+            raise ValueError_(f"nll_loss: class indices must be in 0..{n_classes - 1} (or ignore_index="
+                              f"{ignore_index}), got {min(used)}..{max(used)}")
         self.reduction = reduction
         self.shape = logp.shape
         t = xp.astype(target, xp.int64, copy=False)
@@ -114,14 +126,6 @@ def nll_loss(input, target, reduction="mean", ignore_index=-100):
     if x.ndim not in (1, 2) or t.ndim != x.ndim - 1 or (x.ndim == 2 and t.shape[0] != x.shape[0]):
         raise ShapeError(f"nll_loss: input of shape {x.shape} needs a target of shape "
                          f"{x.shape[:1] if x.ndim == 2 else ()}, got {t.shape}")
-    n_classes = x.shape[-1]
-    td = t._data
-    xp = namespace_of(td)
-    if xp.any((td != ignore_index) & ((td < 0) | (td >= n_classes))):
-        flat = t.tolist()
-        used = [v for v in (flat if isinstance(flat, list) else [flat]) if v != ignore_index]
-        raise ValueError_(f"nll_loss: class indices must be in 0..{n_classes - 1} (or ignore_index="
-                          f"{ignore_index}), got {min(used)}..{max(used)}")
     return apply(NllLoss, x, t, reduction=reduction, ignore_index=ignore_index)
 
 
