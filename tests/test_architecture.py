@@ -61,6 +61,7 @@ ALLOWED_GLOBALS = {
     "autodsl.core.node:_hook_ids": "id counter of hook handles",
     "autodsl.core.watch:_serial": "id counter: the order of records",
     "autodsl.ops.registry:REGISTRY": "the op table, filled at import",
+    "autodsl.core.program:_CODE": "memo cache: one code object per generated source (compile() of a program)",
     "autodsl.ops.registry:_SHAPES": "memo cache: one interned input-shapes tuple per distinct shapes (Note [node memory])",
     "autodsl.ops.methods:_dunders": "table of Tensor's operators, installed at import",
     "autodsl.ops.methods:_methods": "table of Tensor's methods, installed at import",

@@ -31,9 +31,25 @@ from autodsl.core.watch import note_write
 from autodsl.names import caller_namespace, names_by_id
 from autodsl.source import format_pos
 
-__all__ = ["Program", "GuardFailed"]
+__all__ = ["Program", "GuardFailed", "code_of"]
 
 _EFFECTS = frozenset({"acc", "grad_none", "ufunc", "write"})
+
+
+_CODE: dict = {}
+
+
+def code_of(source: str, filename: str):
+    """``compile(source, filename, "exec")``, remembered: the same function compiled again
+    (a script run twice, a fresh ``compile(step)``) generates the same source, and compiling
+    a long program costs more than capturing it."""
+    key = (source, filename)
+    code = _CODE.get(key)
+    if code is None:
+        if len(_CODE) >= 256:
+            _CODE.clear()
+        code = _CODE[key] = compile(source, filename, "exec")
+    return code
 
 
 class GuardFailed(Exception):
@@ -223,7 +239,7 @@ class Program:
         self._result_order = slots
         source = "\n".join(lines) + "\n"
         self.source = source
-        exec(compile(source, f"<program of {self.name}>", "exec"), env)   # noqa: S102 - our own code
+        exec(code_of(source, f"<program of {self.name}>"), env)   # noqa: S102 - our own code
         return env["_program"]
 
     # -- running -----------------------------------------------------------------------

@@ -19,13 +19,12 @@ from fresh random numbers cannot be compiled (it runs eagerly, and says so).
 """
 from __future__ import annotations
 
-import builtins
 import dataclasses
 import types
 
 from autodsl.context import current
 from autodsl.core.capture import Capture, CaptureError
-from autodsl.core.program import GuardFailed, Program
+from autodsl.core.program import GuardFailed, Program, code_of
 from autodsl.core.tensor import Tensor
 from autodsl.errors import TypeError_
 from autodsl.source import warn_user
@@ -436,5 +435,5 @@ def _guard_function(names, meta, values=()):
         lines.append(f"    if d.shape != SH{i} or d.dtype != DT{i} or M{i}.device != DV{i} or "
                      f"M{i}._requires_grad is not {rg!r} or (M{i}.grad_fn is None) is not {leaf!r}: return False")
     lines.append("    return True")
-    exec(builtins.compile("\n".join(lines) + "\n", "<guards>", "exec"), env)   # noqa: S102 - our own code
+    exec(code_of("\n".join(lines) + "\n", "<guards>"), env)   # noqa: S102 - our own code
     return env["_guards"]
