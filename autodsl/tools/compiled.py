@@ -10,8 +10,10 @@ plain values (numbers, strings) in the outside variables it and the functions it
 a tensor value. A call whose guards fail runs eagerly and is captured again, up to
 ``MAX_CAPTURES`` times (a failed guard first tries the other programs); then the function
 stays eager and says why, once. Effects reach each call's own tensors: the arguments it
-was given, not the first call's. Calls run eagerly while a trace is printed, anomaly mode is on, or another capture
-records (a compiled function called from a compiled one is part of the outer program).
+was given, not the first call's. Calls run eagerly while a trace is printed, anomaly mode is
+on, or another capture records (a compiled function called from a compiled one is part of
+the outer program). Python reading a tensor's values (``item``, ``if``, ``tolist``,
+``numpy``) or finding a ``.grad`` none is a guard too.
 
 What Python does besides tensor operations (printing, appending to a list) happens during
 the captured call only, as with ``jax.jit``; a function whose result must be recomputed
