@@ -52,7 +52,7 @@ class CompiledFunction:
             raise TypeError_("compile() needs a function, e.g. compile(train_step)")
         self.fn = fn
         self.name = name or getattr(fn, "name", None) or getattr(fn, "__name__", "fn")
-        self._programs = []         # (key, program, name guards, meta guards), newest first
+        self._programs = []         # (binder, program, guards), newest first
         self.stats = {"replayed": 0, "eager": 0, "captures": 0}
         self.eager_reason = None
         self.__doc__ = getattr(fn, "__doc__", None)
@@ -67,26 +67,26 @@ class CompiledFunction:
                 or ctx.anomaly is not None:
             self.stats["eager"] += 1
             return self.fn(*args, **kwargs)
-        leaves, key = _flatten((args, kwargs)) if args or kwargs else ({}, ())
-        if key is not None:
-            for entry in self._programs:
-                if entry[0] == key and entry[2]():
-                    program = entry[1]
-                    try:
-                        out = program.run([leaves[p]._data for p in program.arg_paths],
-                                          [leaves[p] for p in program.tensor_paths])
-                    except GuardFailed:
-                        continue            # nothing changed: another program may fit
-                    except Exception:
-                        if program.changed_something():
-                            raise
-                        break               # nothing changed: eager autodsl says what is wrong
-                    self.stats["replayed"] += 1
-                    if program.trace is not None and ctx.names is not None:     # in a Session
-                        ctx.last_trace = program.trace
-                        if ctx.trace_sink is not None:      # what the Session keeps (s.last_trace)
-                            ctx.trace_sink(program.trace)
-                    return _rebuild(entry[1].result, out, leaves)
+        for bind, program, guards in self._programs:
+            bound = bind(args, kwargs)      # the arguments' guards, and what the program takes
+            if bound is None or not guards():
+                continue
+            arrays, tensors, leaves = bound
+            try:
+                out = program.run(arrays, tensors)
+            except GuardFailed:
+                continue            # nothing changed: another program may fit
+            except Exception:
+                if program.changed_something():
+                    raise
+                break               # nothing changed: eager autodsl says what is wrong
+            self.stats["replayed"] += 1
+            if program.trace is not None and ctx.names is not None:     # in a Session
+                ctx.last_trace = program.trace
+                if ctx.trace_sink is not None:      # what the Session keeps (s.last_trace)
+                    ctx.trace_sink(program.trace)
+            return _rebuild(program.result, out, leaves)
+        leaves, key = _flatten((args, kwargs))
         return self._capture(ctx, args, kwargs, leaves, key)
 
     def _capture(self, ctx, args, kwargs, leaves, key):
@@ -97,6 +97,7 @@ class CompiledFunction:
         if self.stats["captures"] >= MAX_CAPTURES:
             return self._give_up(f"its guards failed on {MAX_CAPTURES} captures (shapes, dtypes or "
                                  "branches change between calls)", args, kwargs)
+        checks = _argument_checks(args, kwargs)         # as they are before the call
         cap = Capture()
         for path, t in leaves.items():
             if isinstance(t, Tensor):
@@ -122,7 +123,7 @@ class CompiledFunction:
         if ctx.last_trace is not trace_before:
             program.trace = ctx.last_trace
             program.trace.captured_by = self.name
-        self._programs.insert(0, (key, program, _guard_function(names, meta, values)))
+        self._programs.insert(0, (_binder(checks, program), program, _guard_function(names, meta, values)))
         del self._programs[MAX_CAPTURES:]
         return result
 
@@ -187,6 +188,77 @@ def _flatten(value):
         else:
             return leaves, None
     return leaves, tuple(parts)
+
+
+def _argument_checks(args, kwargs):
+    """The body of a generated ``_bind(args, kwargs)`` that returns None unless the arguments
+    have the structure, plain values, tensor metadata and aliasing these have (what
+    ``_flatten``'s key compares), binding each leaf to a local ``x<n>``: (lines, env,
+    {path: local})."""
+    env = {"Tensor": Tensor, "_snap": _snapshot}
+    lines = ["def _bind(args, kwargs):"]
+    emit = lines.append
+    where = {}
+    tensors = []            # (local, tensor) in walk order
+
+    def walk(v, expr, path):
+        n = len(env)
+        var = f"x{n}"
+        env[f"_k{n}"] = None        # (reserves the number)
+        emit(f"    {var} = {expr}")
+        if isinstance(v, Tensor):
+            d = v._data
+            env[f"S{n}"], env[f"D{n}"], env[f"V{n}"] = d.shape, d.dtype, v.device
+            emit(f"    if not isinstance({var}, Tensor): return None")
+            emit(f"    d = {var}._data")
+            emit(f"    if d.shape != S{n} or d.dtype != D{n} or {var}.device != V{n} or "
+                 f"{var}._requires_grad is not {v._requires_grad!r} or "
+                 f"({var}.grad_fn is None) is not {(v.grad_fn is None)!r}: return None")
+            where[path] = var
+            tensors.append((var, v))
+        elif isinstance(v, (list, tuple)):
+            env[f"T{n}"] = type(v)
+            emit(f"    if type({var}) is not T{n} or len({var}) != {len(v)}: return None")
+            for i, x in enumerate(v):
+                walk(x, f"{var}[{i}]", path + (i,))
+        elif isinstance(v, dict):
+            env[f"K{n}"] = tuple(v)
+            emit(f"    if type({var}) is not dict or tuple({var}) != K{n}: return None")
+            for k, x in v.items():
+                env[f"K{n}_{len(env)}"] = k
+                walk(x, f"{var}[K{n}_{len(env) - 1}]", path + (k,))
+        else:                       # a plain value (_flatten took nothing else)
+            env[f"T{n}"], env[f"P{n}"] = type(v), _snapshot(v)
+            emit(f"    if type({var}) is not T{n} or _snap({var}) != P{n}: return None")
+
+    walk(args, "args", (0,))
+    walk(kwargs, "kwargs", (1,))
+    for attr in ("", "._data"):     # the same tensor (storage) where it was, distinct ones elsewhere
+        groups = {}
+        for var, t in tensors:
+            groups.setdefault(id(t._data) if attr else id(t), []).append(var)
+        for members in groups.values():
+            for other in members[1:]:
+                emit(f"    if {other}{attr} is not {members[0]}{attr}: return None")
+        if len(groups) > 1:
+            reps = ", ".join(f"id({m[0]}{attr})" for m in groups.values())
+            emit(f"    if len({{{reps}}}) != {len(groups)}: return None")
+    return lines, env, where
+
+
+def _binder(checks, program):
+    """The generated ``_bind`` for ``program``: it returns (the arrays of its tensor arguments,
+    the argument tensors its effects reach, {path: tensor}) or None."""
+    lines, env, where = checks
+    arrays = ", ".join(f"{where[p]}._data" for p in program.arg_paths)
+    tensors = ", ".join(where[p] for p in program.tensor_paths)
+    leaves = []
+    for i, (path, var) in enumerate(where.items()):
+        env[f"PA{i}"] = path
+        leaves.append(f"PA{i}: {var}")
+    body = lines + [f"    return [{arrays}], [{tensors}], {{{', '.join(leaves)}}}"]
+    exec(code_of("\n".join(body) + "\n", "<argument guards>"), env)   # noqa: S102 - our own code
+    return env["_bind"]
 
 
 def _result_spec(result, cap, leaves):
