@@ -475,9 +475,11 @@ def where(cond, a, b):
         it = _INT_OF.get(a.dtype)
         if (it is not None and b.ndim == 0 and b.dtype == a.dtype and cond.dtype == np.bool_
                 and cond.shape == a.shape and b == 0 and not np.signbit(b)):
-            mask = cond.astype(it)
-            np.negative(mask, out=mask)             # true -> all bits set, false -> 0
-            return np.bitwise_and(a.view(it), mask).view(a.dtype)
+            mask = np.subtract(0, cond, dtype=it)   # true -> all bits set, false -> 0 (one pass)
+            if type(mask) is not np.ndarray:        # 0-d: NumPy gives a scalar
+                return np.bitwise_and(a.view(it), mask).view(a.dtype)
+            np.bitwise_and(a.view(it), mask, out=mask)
+            return mask.view(a.dtype)
     return namespace_of(a).where(cond, a, b)
 
 
