@@ -584,8 +584,14 @@ for _name in ("any", "all"):
         grad=False, gradgrad=False)
 
 # Public functions built by composition (not registry rows of their own); each must have samples.
-COMPOSITES = ("max", "min", "norm_p1", "norm_pinf", "norm_p3", "cross_entropy", "squeeze",
-              "unsqueeze", "flatten", "view")
+COMPOSITES = ["max", "min", "norm_p1", "norm_pinf", "norm_p3", "cross_entropy", "squeeze",
+              "unsqueeze", "flatten", "view"]
+
+# Each later family of ops keeps its samples (and its NP / TorchNS references, set as attributes
+# of those objects) in a file of its own, which calls ``add`` and extends ``COMPOSITES``.
+import op_samples_pointwise  # noqa: E402,F401
+import op_samples_indexing  # noqa: E402,F401
+import op_samples_linalg  # noqa: E402,F401
 
 
 def samples_for(name):
