@@ -64,3 +64,43 @@ def test_unknown_module_and_function_are_refused():
     r = tool.handle({"id": 4, "kind": "evaluate", "module": "lse_undefined", "function": "primal",
                      "input": {}})
     assert r["success"] is False and "not defined" in r["error"]
+
+
+def _lse_reference(x):
+    a = np.max(x)
+    value = a + np.log(np.sum(np.exp(x - a)))
+    return value, np.exp(x - value)          # the gradient is softmax(x)
+
+
+def test_lse_conversation_repeats_and_matches_numpy():
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-100, 100, size=1000)
+    x[3] = x.max()                           # a tie at the max: the gradient is still softmax
+    runs = {"min_runs": 3, "min_seconds": 0}
+    responses = converse([
+        {"id": 0, "kind": "start", "eval": "lse"},
+        {"id": 1, "kind": "define", "module": "lse"},
+        {"id": 2, "kind": "evaluate", "module": "lse", "function": "primal",
+         "input": {"x": x.tolist()} | runs},
+        {"id": 3, "kind": "evaluate", "module": "lse", "function": "gradient",
+         "input": {"x": x.tolist()} | runs},
+    ])
+    value, gradient = _lse_reference(x)
+    primal = gb_eval.EvaluateResponse.model_validate(responses[2])
+    grad = gb_eval.EvaluateResponse.model_validate(responses[3])
+    assert primal.success and grad.success
+    assert isinstance(primal.output, float)
+    np.testing.assert_allclose(primal.output, value, rtol=1e-14)
+    np.testing.assert_allclose(grad.output, gradient, rtol=1e-12, atol=1e-300)
+    # min_runs repeats the call (the gradient not accumulating across runs), one timing per run
+    assert [t.name for t in grad.timings] == ["evaluate"] * 3
+
+
+def test_min_seconds_keeps_running():
+    tool = Tool()
+    tool.handle({"id": 0, "kind": "define", "module": "lse"})
+    r = tool.handle({"id": 1, "kind": "evaluate", "module": "lse", "function": "primal",
+                     "input": {"x": [1.0, 2.0], "min_runs": 1, "min_seconds": 0.05}})
+    assert r["success"]
+    assert sum(t["nanoseconds"] for t in r["timings"]) >= 0.05e9
+    assert r["output"] == pytest.approx(np.logaddexp(1.0, 2.0), rel=1e-15)
