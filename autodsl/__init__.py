@@ -26,6 +26,7 @@ from autodsl.tools.explain import explain
 from autodsl.tools.info import info
 from autodsl.tools.why import why
 from autodsl.tools.compiled import compile  # noqa: A004  (torch.compile's name)
+from autodsl.tools.io import load, save
 from autodsl.ops import REGISTRY
 from autodsl.ops.compare import all, any, eq, ge, gt, le, logical_and, logical_not, logical_or, lt, ne  # noqa: A004
 from autodsl.ops.elementwise import (abs, add, clamp, clone, cos, div, exp, log, maximum, minimum, mul,  # noqa: A004
@@ -76,6 +77,8 @@ __all__ = [
     "why", "anomaly", "detect_anomaly",
     # the recorded graph as a program
     "compile",
+    # data files
+    "load", "save",
     # embedding
     "Session", "REGISTRY",
     # errors

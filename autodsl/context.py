@@ -42,6 +42,8 @@ class RunContext:
     * ``names`` (None): a callable returning the namespace whose variables name
       tensors in errors, traces and graphs (a Session's).
     * ``files_allowed`` (True): built-ins may write files.
+    * ``base_dir`` (None: the current directory): where relative paths of ``load``, ``save``
+      and ``include`` start when no script file is running (a Session's ``base_dir``).
     * ``trace_enabled`` (False), ``trace_sink`` (None), ``trace_printer`` (None),
       ``last_trace`` (None): backward traces, where they go, the last one.
     * ``last_backward`` (None): what ``why()`` explains.
@@ -56,7 +58,7 @@ class RunContext:
     """
 
     __slots__ = ("grad_enabled", "pos", "ieee_depth", "in_pass", "quiet", "anomaly", "journal",
-                 "names", "files_allowed", "trace_enabled", "trace_sink", "trace_printer",
+                 "names", "files_allowed", "base_dir", "trace_enabled", "trace_sink", "trace_printer",
                  "last_trace", "last_backward", "breaks", "loop_progress", "language", "default_dtype",
                  "default_device", "owns_defaults", "capture")
 
@@ -70,6 +72,7 @@ class RunContext:
         self.journal = None
         self.names = None
         self.files_allowed = True
+        self.base_dir = None
         self.trace_enabled = False
         self.trace_sink = None
         self.trace_printer = None

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
+import os
 import sys
 import warnings
 from typing import Any
@@ -59,7 +60,7 @@ class Session:
     """A namespace of the language with default device and dtype; see the module docs."""
 
     def __init__(self, device: str = "cpu", dtype=None, trace: bool = False, echo: bool = True,
-                 out=None, files: bool = True, anomaly=False):
+                 out=None, files: bool = True, anomaly=False, base_dir=None):
         # The session's run context: its defaults, trace, anomaly mode, names, files
         # permission and last backward, current while its code runs (see autodsl.context).
         self._ctx = RunContext(language=1, names=lambda: self.namespace,
@@ -68,7 +69,8 @@ class Session:
         self.dtype = dtype
         self.anomaly = anomaly
         self.trace = trace
-        self.files = files      # False: no built-in may write files (dot(x, "f.svg")), for embedding
+        self.files = files      # False: no built-in may read or write files (load, save, include, dot)
+        self.base_dir = base_dir
         self.echo = echo
         self.out = out
         self.last_trace = None
@@ -125,15 +127,32 @@ class Session:
     def files(self, allowed) -> None:
         self._ctx.files_allowed = bool(allowed)
 
+    @property
+    def base_dir(self) -> str | None:
+        """Where relative paths of ``load``, ``save`` and ``include`` start for code that is not
+        in a script file (``run`` strings, the REPL); None: the current directory. A script
+        file's paths start at its own directory."""
+        return self._ctx.base_dir
+
+    @base_dir.setter
+    def base_dir(self, path) -> None:
+        # absolute, so that an included file's name (joined to it) is not joined to it again
+        self._ctx.base_dir = None if path is None else os.path.abspath(os.fspath(path))
+
     # -- running ---------------------------------------------------------------
     def parse(self, source: str, filename: str = "<string>") -> A.Program:
         """Parse without running (raises ParseError)."""
         with use(self._ctx):
             return parse(source, filename)
 
-    def run(self, source: str | A.Program, filename: str = "<string>"):
-        """Parse all of ``source``, then run it; the last bare expression's value, or None."""
+    def run(self, source: str | A.Program, filename: str = "<string>", variables: dict | None = None):
+        """Parse all of ``source``, then run it; the last bare expression's value, or None.
+
+        ``variables``: names to define before it runs (``{"N": 1000, "lr": 0.1}``, as the
+        command line's ``--set N=1000``); NameError_ for a name the language cannot use."""
         program = source if isinstance(source, A.Program) else self.parse(source, filename)
+        for name, value in (variables or {}).items():
+            self[name] = value
         # A script builds graphs of many small objects, and every young-generation collection
         # walks them: collect less often while it runs (restored afterwards).
         gc_threshold = gc.get_threshold()

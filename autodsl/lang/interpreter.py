@@ -594,6 +594,8 @@ class Interpreter:
             finally:
                 if tok is not None:
                     SOURCE_POS.reset(tok)
+        if isinstance(key, str) and hasattr(type(obj), "by_name"):     # a checkpoint: ckpt["w1"]
+            return obj.by_name(key)
         if isinstance(obj, (tuple, list, str, range)):
             if isinstance(key, slice):
                 return obj[key]
