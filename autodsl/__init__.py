@@ -38,6 +38,7 @@ from autodsl.ops.movement import (cat, expand, flatten, getitem, index_put, perm
                            stack, transpose, unsqueeze, view)
 from autodsl.ops.reduce import (amax, amin, log_softmax, logsumexp, max, mean, min, norm, prod, softmax,  # noqa: A004
                          std, sum, var)
+from autodsl.ops.rounding import ceil, floor, floor_divide, remainder, round, trunc  # noqa: A004
 from autodsl.core.tensor import Tensor
 from autodsl.session import Session
 
@@ -59,6 +60,8 @@ __all__ = [
     # reductions
     "sum", "mean", "prod", "max", "min", "amax", "amin", "norm", "var", "std", "logsumexp",
     "softmax", "log_softmax",
+    # rounding and integer division
+    "floor", "ceil", "trunc", "round", "remainder", "floor_divide",
     # shapes and indexing
     "reshape", "view", "transpose", "permute", "unsqueeze", "squeeze", "expand", "cat", "stack",
     "flatten", "getitem", "index_put",

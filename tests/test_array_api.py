@@ -44,7 +44,7 @@ def _run(sample, grad: bool):
     leaves = [t for t in ts if isinstance(t, ad.Tensor) and t.requires_grad]
     grads = []
     if grad and leaves and out.requires_grad:
-        seed = ad.tensor(np.linspace(-1.0, 1.5, max(out.numel(), 1)).reshape(out.shape).tolist(),
+        seed = ad.tensor(np.linspace(-1.0, 1.5, out.numel()).reshape(out.shape).tolist(),
                          dtype=out.dtype)
         grads = ad.grad(out, leaves, grad_outputs=seed, allow_unused=True)
         for g in grads:

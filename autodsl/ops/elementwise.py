@@ -15,6 +15,7 @@ from autodsl.ops.formula import TENSORS, define
 from autodsl.ops.registry import Op, apply, defop
 from autodsl.errors import TypeError_
 from autodsl.core.tensor import as_tensor
+from autodsl.ops.rounding import rounded_div
 
 # The ops every network and chain uses state their derivative once, as a ``formula`` that runs
 # on arrays without create_graph and on Tensors with it (Note [one formula], ops/formula.py).
@@ -543,12 +544,17 @@ def mul(input, other):
     return apply(Mul, input, other)
 
 
-def div(input, other):
+def div(input, other, rounding_mode=None):
     """input / other (true division, broadcasting; x/0 gives ±inf or nan as IEEE says).
+    ``rounding_mode="trunc"`` rounds the quotient toward zero, ``"floor"`` down (as ``//``);
+    those keep integer dtypes, have a zero gradient, and raise ValueError_ for an integer
+    division by zero, as PyTorch.
 
-    Example: ``div(x, y)``
+    Example: ``div(x, y)``, ``div(x, 3, rounding_mode="floor")``
     """
-    return apply(Div, input, other)
+    if rounding_mode is None:
+        return apply(Div, input, other)
+    return rounded_div(input, other, rounding_mode)
 
 
 def neg(input):

@@ -10,6 +10,7 @@ from autodsl.ops import linalg as L
 from autodsl.ops import loss as Lo  # noqa: F401
 from autodsl.ops import movement as M
 from autodsl.ops import reduce as R
+from autodsl.ops import rounding as Rd
 from autodsl.ops.inplace import inplace, refresh_view
 from autodsl.ops.movement import sum_to
 from autodsl.ops.registry import install, to_op
@@ -86,3 +87,13 @@ _methods = {
 install(_dunders)
 install(_methods, properties={"T": _T, "mT": _mT})
 install({"_refresh_view": refresh_view})     # Note [stale views]: apply() and edges rebuild a view's history
+
+# rounding and integer division (ops/rounding.py): x % y and x // y as Python and PyTorch mean them
+install({
+    "__mod__": Rd.remainder, "__rmod__": _r(Rd.remainder),
+    "__floordiv__": Rd.floor_divide, "__rfloordiv__": _r(Rd.floor_divide),
+    "__imod__": _inplace(Rd.remainder, "x %= ..."), "__ifloordiv__": _inplace(Rd.floor_divide, "x //= ..."),
+    "floor": Rd.floor, "ceil": Rd.ceil, "trunc": Rd.trunc, "round": Rd.round,
+    "remainder": Rd.remainder, "floor_divide": Rd.floor_divide,
+    "remainder_": _inplace(Rd.remainder, "remainder_"), "floor_divide_": _inplace(Rd.floor_divide, "floor_divide_"),
+})

@@ -1,0 +1,200 @@
+"""Square-matrix linear algebra: det, inverse, solve (torch.linalg's det, inv, solve), batched.
+
+The arrays go through the Array API's linalg extension (NumPy, CuPy, array_api_strict all
+have it). A singular matrix makes inverse and solve raise, as PyTorch's CPU kernels do; NumPy's
+LU reports it (CuPy's does not: on "cuda" the result holds inf or nan instead, as checking
+would cost a host sync per call).
+"""
+from __future__ import annotations
+
+from autodsl.backend import namespace_of
+from autodsl.core.tensor import as_tensor
+from autodsl.errors import RuntimeError_, ShapeError
+from autodsl.ops import linalg, movement, reduce  # noqa: F401  (the formulas' F.matmul, F.mT, F.sum_keepdim)
+from autodsl.ops.formula import define
+from autodsl.ops.registry import Op, apply, defop
+
+__all__ = ["det", "inverse", "solve"]
+
+
+def _square(name: str, shape) -> None:
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ShapeError(f"{name} needs square matrices, shape (..., n, n), got {tuple(shape)}; "
+                         "reshape the tensor or pick a square part of it")
+
+
+def _singular(name: str):
+    return RuntimeError_(f"{name}: the matrix is singular (not invertible, det(A) = 0); check it with "
+                         "det(A), or make it invertible (for example A + 1e-6 * eye(n))")
+
+
+def _linalg(name, fn, *arrays):
+    try:
+        return fn(*arrays)
+    except ValueError as e:          # NumPy's LinAlgError is a ValueError
+        if "ingular" in str(e):
+            raise _singular(name) from None
+        raise
+
+
+def _lifted(shape):
+    return tuple(shape) + (1, 1)
+
+
+# -- det ---------------------------------------------------------------------------------------------
+
+def _cofactor_arrays(a):
+    """The cofactor matrix det(A)·A^{-T}, also where A is singular: from A = U·diag(s)·Vh it is
+    det(U)·det(Vh)·U·diag(prod_{j != i} s_j)·Vh, as PyTorch's det backward computes it for a
+    singular matrix (no division by a singular value)."""
+    xp = namespace_of(a)
+    n = a.shape[-1]
+    if a.size == 0 or n == 0:
+        return xp.zeros(a.shape, dtype=a.dtype)
+    u, s, vh = xp.linalg.svd(a, full_matrices=False)
+    eye = xp.eye(n, dtype=xp.bool)
+    others = xp.prod(xp.where(eye, xp.ones((), dtype=a.dtype), s[..., None, :]), axis=-1)
+    sign = xp.linalg.det(u) * xp.linalg.det(vh)
+    return (u * (others * sign[..., None])[..., None, :]) @ vh
+
+
+@defop("cofactor", node_name="CofactorBackward", public=False)
+class Cofactor(Op):
+    """det(A)·A^{-T}, the gradient of det (from an SVD, so also for singular A)."""
+
+    def forward(self, a):
+        self.save_for_backward(self.inputs[0])
+        return _cofactor_arrays(a)
+
+    rule = "grad of det(A)·inverse(A)^T: det·(sum(grad·A^-T)·A^-T - A^-T·grad^T·A^-T)"
+
+    def formula(self, F, g, a):
+        # C = d·A^{-T}: dC = d·tr(A^{-1}dA)·A^{-T} - d·A^{-T}·dA^T·A^{-T} (Giles 2008, "Collected
+        # matrix derivative results"), so the gradient is d·(<G, A^{-T}>·A^{-T} - A^{-T}·G^T·A^{-T})
+        # (needs A invertible: a second derivative at a singular A raises, as inverse does)
+        it = F.mT(F.inverse(a))
+        d = F.reshape(F.det(a), _lifted(self.input_shapes[0][:-2]))
+        c = F.sum_keepdim(g * it, (-2, -1))
+        return (d * (c * it - F.matmul(F.matmul(it, F.mT(g)), it)),)
+
+
+@defop("det", node_name="LinalgDetBackward")
+class Det(Op):
+    """The determinant of each square matrix (..., n, n) -> (...)."""
+    floating = True
+
+    def forward(self, a):
+        _square("det", a.shape)
+        self.save_for_backward(self.inputs[0])
+        return namespace_of(a).linalg.det(a)
+
+    rule = "grad * det(A) * inverse(A)^T (the cofactor matrix, also for a singular A)"
+
+    def formula(self, F, g, a):      # d det(A) = det(A)·tr(A^{-1} dA) (Jacobi's formula)
+        return (F.reshape(g, _lifted(self.input_shapes[0][:-2])) * F.cofactor(a),)
+
+
+def det(input):
+    """The determinant of a square matrix, or of each in a batch: shape (..., n, n) -> (...),
+    as torch.linalg.det (a 0x0 matrix has det 1). Floating result; an integer matrix is
+    converted to the default float dtype. Gradient: det(A)·A^{-T}, the cofactor matrix, from an
+    SVD so that it is right for a singular A too (PyTorch computes it so with create_graph; its
+    plain backward gives 0 where an LU pivot is exactly 0); the second derivative needs A
+    invertible. Raises ShapeError for a non-square input. Example: ``det(A)``
+    """
+    return apply(Det, input)
+
+
+# -- inverse -----------------------------------------------------------------------------------------
+
+@defop("inverse", node_name="LinalgInvExBackward")
+class Inverse(Op):
+    """The inverse of each square matrix (..., n, n)."""
+    floating = True
+    save_output = True
+
+    def forward(self, a):
+        _square("inverse", a.shape)
+        return _linalg("inverse", namespace_of(a).linalg.inv, a)
+
+    rule = "-inverse(A)^T @ grad @ inverse(A)^T"
+
+    def formula(self, F, g, inv):     # d(A^{-1}) = -A^{-1}·dA·A^{-1}
+        it = F.mT(inv)
+        return (-F.matmul(F.matmul(it, g), it),)
+
+
+def inverse(input):
+    """The inverse of a square matrix, or of each in a batch (..., n, n), as torch.linalg.inv.
+    Raises RuntimeError_ for a singular matrix (on the CPU) and ShapeError for a non-square one.
+    Gradient: -A^{-T}·grad·A^{-T}. Example: ``inverse(A) @ b``
+    """
+    return apply(Inverse, input)
+
+
+# -- solve ---------------------------------------------------------------------------------------------
+
+def _vector_case(a_shape, b_shape) -> bool:
+    # torch.linalg.solve: B is a (batch of) vector(s) when it is 1-D or has A's shape without its last dim
+    return len(b_shape) == 1 or (len(b_shape) == len(a_shape) - 1 and tuple(b_shape) == tuple(a_shape[:-1]))
+
+
+def _solve_arrays(a, b):
+    xp = namespace_of(a)
+    if _vector_case(a.shape, b.shape):
+        return _linalg("solve", xp.linalg.solve, a, b[..., None])[..., 0]
+    return _linalg("solve", xp.linalg.solve, a, b)
+
+
+@defop("solve", node_name="LinalgSolveExBackward")
+class Solve(Op):
+    """X with A @ X = B, for square A (..., n, n) and B (..., n, k) or a vector (..., n)."""
+    promote = True
+    floating = True
+    save_output = True
+
+    def forward(self, a, b):
+        _square("solve", a.shape)
+        n = a.shape[-1]
+        vec = _vector_case(a.shape, b.shape)
+        if (b.shape[-1] if vec else (b.shape[-2] if b.ndim >= 2 else -1)) != n:
+            raise ShapeError(f"solve: A of shape {tuple(a.shape)} needs B of shape (..., {n}) or (..., {n}, k), "
+                             f"got {tuple(b.shape)}")
+        self.vec = vec
+        self.save_for_backward(self.inputs[0])
+        return _solve_arrays(a, b)
+
+    rule = ("-solve(A^T, grad) @ X^T", "solve(A^T, grad)")
+
+    def formula(self, F, g, a, x):      # X = A^{-1}B: dX = A^{-1}(dB - dA·X)
+        gb = F.solve(F.mT(a), g)
+        ga = None
+        if self.next_edges[0] is not None:
+            if self.vec:        # an outer product per vector
+                ga = -F.matmul(F.reshape(gb, tuple(gb.shape) + (1,)), F.reshape(x, tuple(x.shape[:-1]) + (1, x.shape[-1])))
+            else:
+                ga = -F.matmul(gb, F.mT(x))
+        return ga, (gb if self.next_edges[1] is not None else None)
+
+
+def solve(A, B):
+    """The solution X of A @ X = B, as torch.linalg.solve: A square (..., n, n); B a vector
+    (n,) or a batch of them (..., n) shaped as A without its last dim, or matrices (..., n, k);
+    batch dims broadcast. Raises RuntimeError_ for a singular A (on the CPU) and ShapeError when
+    the shapes do not fit. Gradients: solve(A^T, grad) for B and -solve(A^T, grad) @ X^T for A.
+    Example: ``x = solve(A, b)``
+    """
+    a, b = as_tensor(A), as_tensor(B)
+    if b.ndim == 0:
+        raise ShapeError("solve needs B as a vector (..., n) or matrices (..., n, k), got a scalar")
+    return apply(Solve, a, b)
+
+
+def _det_tensors(t):
+    return apply(Det, t)
+
+
+define("det", lambda a: namespace_of(a).linalg.det(a), _det_tensors)
+define("cofactor", _cofactor_arrays, lambda t: apply(Cofactor, t))
+define("inverse", lambda a: _linalg("inverse", namespace_of(a).linalg.inv, a), inverse)
+define("solve", _solve_arrays, solve)

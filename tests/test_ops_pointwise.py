@@ -1,0 +1,214 @@
+"""Pointwise ops at their edges, against PyTorch: integer dtypes, jumps and kinks, zeros, NaN,
+the errors; the smooth cases are in the op table (op_samples_pointwise.py)."""
+import numpy as np
+import pytest
+
+import autodsl as ad
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(autouse=True)
+def _torch_float64():
+    """autodsl's default float dtype is float64: torch's too while these tests run."""
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(old)
+
+
+def _t(values, dtype=torch.float64, requires_grad=False):
+    return torch.tensor(values, dtype=dtype, requires_grad=requires_grad)
+
+
+def _a(values, dtype=ad.float64, requires_grad=False):
+    return ad.tensor(values, dtype=dtype, requires_grad=requires_grad)
+
+
+def _same(got, want):
+    """Values, dtype and shape equal (nan where nan)."""
+    w = want.detach().numpy()
+    g = got.numpy()
+    assert g.dtype == w.dtype and g.shape == w.shape, (g, w)
+    np.testing.assert_array_equal(g, w)
+
+
+# -- rounding ------------------------------------------------------------------------------------
+
+ROUNDING = ("floor", "ceil", "trunc", "round")
+AT_JUMPS = [-2.5, -1.5, -1.0, -0.5, -0.0, 0.0, 0.5, 1.5, 2.5, 3.0, float("inf"), float("-inf"), float("nan")]
+
+
+@pytest.mark.parametrize("name", ROUNDING)
+def test_rounding_at_jumps_halves_and_specials_and_the_zero_gradient(name):
+    x, xt = _a(AT_JUMPS, requires_grad=True), _t(AT_JUMPS, requires_grad=True)
+    y, yt = getattr(ad, name)(x), getattr(torch, name)(xt)
+    _same(y, yt)
+    assert y.requires_grad and y.grad_fn is not None
+    assert type(y.grad_fn).__name__ == f"{name.capitalize()}" and y.grad_fn.name == f"{name.capitalize()}Backward"
+    g = [1.0, float("inf"), float("nan")] + [2.0] * (len(AT_JUMPS) - 3)
+    y.backward(_a(g))
+    yt.backward(_t(g))
+    _same(x.grad, xt.grad)          # zeros, also where the incoming gradient is inf or nan
+
+
+@pytest.mark.parametrize("name", ROUNDING)
+def test_rounding_passes_integers_through_and_refuses_bools(name):
+    v = [-3, 0, 7, 2**62 + 1]
+    _same(getattr(ad, name)(_a(v, dtype=ad.int64)), getattr(torch, name)(_t(v, dtype=torch.int64)))
+    with pytest.raises(ad.DTypeError, match="bool"):
+        getattr(ad, name)(ad.tensor([True, False]))
+
+
+def test_round_is_half_to_even_with_decimals_as_torch():
+    v = [0.5, 1.5, 2.5, -0.5, -2.5, 2.567, -1.235, 1250.0, 1349.99, 0.125, 1e300]
+    for d in (0, 1, 2, 3, -1, -2, -3):
+        _same(ad.round(_a(v), decimals=d), torch.round(_t(v), decimals=d))
+    _same(_a(v).round(decimals=2), torch.round(_t(v), decimals=2))
+    v32 = [2.567, -1.235, 0.5]
+    _same(ad.round(_a(v32, dtype=ad.float32), decimals=2), torch.round(_t(v32, dtype=torch.float32), decimals=2))
+    with pytest.raises(ad.DTypeError, match="floating"):
+        ad.round(_a([15], dtype=ad.int64), decimals=-1)
+    with pytest.raises(ad.TypeError_, match="whole number"):
+        ad.round(_a([1.5]), decimals=1.5)
+
+
+def test_round_of_a_python_number_is_python_s_round():
+    assert ad.round(2.567, 2) == 2.57 and type(ad.round(2.567, 2)) is float
+    assert ad.round(2.5) == 2 and type(ad.round(2.5)) is int
+    assert ad.round(3.5) == 4 and ad.round(-0.5) == 0 and ad.round(7) == 7
+    assert ad.round(1234, -2) == 1200 and type(ad.round(1234, -2)) is int
+    assert ad.round(2.675, 2) == round(2.675, 2)
+
+
+def test_rounding_methods_and_0d_and_empty():
+    for name in ROUNDING:
+        for shape in ((), (0,), (2, 0)):
+            v = np.full(shape, 1.7)
+            _same(getattr(_a(v.tolist()), name)(), getattr(torch, name)(_t(v.tolist())))
+
+
+# -- remainder, floor_divide, div's rounding modes -----------------------------------------------
+
+INT_A = [[7, -7, 0, 5], [-5, 9, -9, 2**62 + 3]]
+INT_B = [3, -3, 2, -4]
+
+
+def _div_modes():
+    return {
+        "remainder": (ad.remainder, torch.remainder),
+        "floor_divide": (ad.floor_divide, torch.floor_divide),
+        "trunc": (lambda a, b: ad.div(a, b, rounding_mode="trunc"), lambda a, b: torch.div(a, b, rounding_mode="trunc")),
+        "floor": (lambda a, b: ad.div(a, b, rounding_mode="floor"), lambda a, b: torch.div(a, b, rounding_mode="floor")),
+    }
+
+
+@pytest.mark.parametrize("mode", ["remainder", "floor_divide", "trunc", "floor"])
+def test_integer_division_and_promotion_as_torch(mode):
+    f, ft = _div_modes()[mode]
+    a, at = _a(INT_A, dtype=ad.int64), _t(INT_A, dtype=torch.int64)
+    b, bt = _a(INT_B, dtype=ad.int64), _t(INT_B, dtype=torch.int64)
+    _same(f(a, b), ft(at, bt))
+    _same(f(a, -4), ft(at, -4))
+    _same(f(a, 2.5), ft(at, 2.5))                       # int64 with a float number: float (default dtype)
+    _same(f(a, _a([2.5, -1.5, 3.0, 0.7])), ft(at, _t([2.5, -1.5, 3.0, 0.7])))
+    f32 = _a([1.5, -2.5], dtype=ad.float32)
+    _same(f(f32, 2), ft(_t([1.5, -2.5], dtype=torch.float32), 2))     # float32 stays float32
+    _same(f(_a(INT_A[0], dtype=ad.int64), _a(3, dtype=ad.int64)), ft(at[0], torch.tensor(3)))
+
+
+@pytest.mark.parametrize("mode", ["remainder", "floor_divide", "trunc", "floor"])
+def test_integer_division_by_zero_is_an_error_and_floating_gives_ieee(mode):
+    f, ft = _div_modes()[mode]
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        ft(_t([5, 1], dtype=torch.int64), _t([0, 1], dtype=torch.int64))
+    with pytest.raises(ad.ValueError_, match="division by zero"):
+        f(_a([5, 1], dtype=ad.int64), _a([0, 1], dtype=ad.int64))
+    with pytest.raises(ad.ValueError_, match="division by zero"):
+        f(_a([5, 1], dtype=ad.int64), 0)
+    v = [5.0, -5.0, 0.0, float("inf"), float("nan")]
+    _same(f(_a(v), 0.0), ft(_t(v), 0.0))
+    _same(f(_a(v), _a([3.0, 3.0, 3.0, 3.0, 3.0])), ft(_t(v), _t([3.0] * 5)))
+    _same(f(_a([5.0, -5.0]), float("inf")), ft(_t([5.0, -5.0]), float("inf")))
+
+
+def test_remainder_has_the_divisor_s_sign_and_torch_s_gradients():
+    a_v, b_v = [5.0, -5.0, 5.0, -5.0, 0.0, 6.0, 7.5], [3.0, 3.0, -3.0, -3.0, 2.0, 3.0, -2.0]
+    a, b = _a(a_v, requires_grad=True), _a(b_v, requires_grad=True)
+    at, bt = _t(a_v, requires_grad=True), _t(b_v, requires_grad=True)
+    y, yt = a % b, at % bt
+    np.testing.assert_array_equal(y.detach().numpy(), yt.detach().numpy())
+    assert type(y.grad_fn).__name__ == "Remainder"
+    g = [1.0, 2.0, -1.0, 0.5, 3.0, 1.0, 1.0]
+    y.backward(_a(g))
+    yt.backward(_t(g))
+    _same(a.grad, at.grad)
+    _same(b.grad, bt.grad)          # -floor(a / b) * grad, also at the jump a / b = 2
+
+
+def test_remainder_second_order_against_torch():
+    a_v, b_v = [[1.3, -2.2], [0.4, 2.9]], [0.7, -1.1]
+    a, b = _a(a_v, requires_grad=True), _a(b_v, requires_grad=True)
+    at, bt = _t(a_v, requires_grad=True), _t(b_v, requires_grad=True)
+    ga, gb = ad.grad((ad.remainder(a, b) * a).sum(), [a, b], create_graph=True)
+    gat, gbt = torch.autograd.grad((torch.remainder(at, bt) * at).sum(), [at, bt], create_graph=True)
+    h = ad.grad((ga * ga).sum() + (gb * gb).sum(), [a, b])
+    ht = torch.autograd.grad((gat * gat).sum() + (gbt * gbt).sum(), [at, bt])
+    for x, xt in zip(h, ht):
+        np.testing.assert_allclose(x.numpy(), xt.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["floor_divide", "trunc", "floor"])
+def test_rounded_divisions_have_zero_gradients(mode):
+    f, _ = _div_modes()[mode]
+    a, b = _a([5.0, -5.0, 6.0], requires_grad=True), _a([3.0, 3.0, 3.0], requires_grad=True)
+    y = f(a, b)
+    assert y.requires_grad and y.grad_fn is not None
+    y.backward(_a([1.0, float("inf"), 2.0]))
+    np.testing.assert_array_equal(a.grad.numpy(), np.zeros(3))
+    np.testing.assert_array_equal(b.grad.numpy(), np.zeros(3))
+    bt = _t([3.0, 3.0, 3.0], requires_grad=True)
+    torch.div(_t([5.0, -5.0, 6.0]), bt, rounding_mode="floor" if mode != "trunc" else "trunc").sum().backward()
+    np.testing.assert_array_equal(bt.grad.numpy(), np.zeros(3))
+
+
+def test_the_operators_and_in_place_forms():
+    a_v, b_v = [7.0, -7.0, 2.5], [3.0, 3.0, -2.0]
+    _same(_a(a_v) % _a(b_v), _t(a_v) % _t(b_v))
+    _same(_a(a_v) // _a(b_v), _t(a_v) // _t(b_v))
+    _same(7 % _a(b_v), 7 % _t(b_v))
+    _same(7 // _a(b_v), 7 // _t(b_v))
+    _same(_a(a_v) % 2, _t(a_v) % 2)
+    _same(_a([7, -7], dtype=ad.int64) // 2, _t([7, -7], dtype=torch.int64) // 2)
+    x, xt = _a(a_v), _t(a_v)
+    x %= 2.0
+    xt %= 2.0
+    _same(x, xt)
+    x //= 0.5
+    xt //= 0.5
+    _same(x, xt)
+    i, it = _a([7, -7], dtype=ad.int64), _t([7, -7], dtype=torch.int64)
+    i //= 2
+    it //= 2
+    _same(i, it)
+    _same(_a(a_v).remainder(2.0), _t(a_v).remainder(2.0))
+    _same(_a(a_v).floor_divide(2.0), _t(a_v).floor_divide(2.0))
+
+
+def test_division_errors_in_the_language_s_words():
+    with pytest.raises(ad.ValueError_, match="rounding_mode"):
+        ad.div(_a([1.0]), 2.0, rounding_mode="round")
+    with pytest.raises(ad.DTypeError, match="bool"):
+        ad.remainder(ad.tensor([True]), ad.tensor([True]))
+    with pytest.raises(ad.DTypeError, match="bool"):
+        ad.tensor([True]) // ad.tensor([True])
+    w = _a([1.0], requires_grad=True)
+    with pytest.raises(ad.AutogradError):
+        w %= 2.0
+
+
+def test_trunc_division_of_integers_rounds_toward_zero_for_large_values():
+    a = [2**62 + 1, -(2**62) - 1, -7, 7, -1, 1, 0]
+    b = [3, 3, 2, -2, 5, -5, -3]
+    _same(ad.div(_a(a, dtype=ad.int64), _a(b, dtype=ad.int64), rounding_mode="trunc"),
+          torch.div(_t(a, dtype=torch.int64), _t(b, dtype=torch.int64), rounding_mode="trunc"))
