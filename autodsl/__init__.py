@@ -26,6 +26,7 @@ from autodsl.tools.explain import explain
 from autodsl.tools.info import info
 from autodsl.tools.why import why
 from autodsl.tools.compiled import compile  # noqa: A004  (torch.compile's name)
+from autodsl.tools.optim import adam, sgd
 from autodsl.tools.io import load, save
 from autodsl.ops import REGISTRY
 from autodsl.ops.compare import all, any, eq, ge, gt, le, logical_and, logical_not, logical_or, lt, ne  # noqa: A004
@@ -80,6 +81,8 @@ __all__ = [
     "why", "anomaly", "detect_anomaly",
     # the recorded graph as a program
     "compile",
+    # optimizers
+    "sgd", "adam",
     # data files
     "load", "save",
     # embedding

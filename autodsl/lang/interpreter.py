@@ -230,6 +230,13 @@ class Interpreter:
         self._check_private(name, "attribute")
         value = self.eval(stmt.value)
         if not isinstance(obj, Tensor):
+            settable = getattr(type(obj), "LANG_SETTABLE", None)      # an optimizer's lr opts in
+            if settable is not None and name in settable:
+                setattr(obj, name, value)
+                return
+            if settable is not None:
+                raise TypeError_(f"cannot set attribute `{name}` on {describe(obj)}; only "
+                                 + ", ".join(f"`{n}`" for n in sorted(settable)) + " can be assigned")
             raise TypeError_(f"cannot set attribute `{name}` on {describe(obj)}; only a tensor's "
                              "`grad` and `requires_grad` can be assigned")
         if name not in SETTABLE_ATTRIBUTES:

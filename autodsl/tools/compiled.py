@@ -322,8 +322,9 @@ def _rebuild(spec, values, leaves):
 
 def _outside_guards(fn, cap, leaves):
     """For every tensor the program reads or whose ``.grad`` it uses from outside: where ``fn``
-    finds it (variables of its globals, closure or enclosing scopes, directly or one level
-    inside a list, tuple or dict), and its metadata. CaptureError when it is found nowhere."""
+    finds it (variables of its globals, closure or enclosing scopes, directly, one level
+    inside a list, tuple or dict, or among the ``held_tensors()`` of an object such as an
+    optimizer), and its metadata. CaptureError when it is found nowhere."""
     arg_arrays = {id(t._data) for t in leaves.values()}
     scopes = _scopes_of(fn)
     names, meta = [], []
@@ -486,6 +487,19 @@ def _paths_to(scope, t):
             for k, x in v.items():
                 if x is t:
                     yield (scope, name, k)
+        else:
+            # an object that keeps tensors from call to call (an optimizer's state): found
+            # again as long as the variable holds the same object
+            held = getattr(type(v), "held_tensors", None)
+            if held is not None and any(x is t for x in held(v)):
+                yield (scope, name, _Held(v))
+
+
+class _Held:
+    """A path's last part: the tensor is one ``held_tensors()`` of the object the variable holds."""
+
+    def __init__(self, holder):
+        self.holder = holder
 
 
 def _guard_function(names, meta, values=()):
@@ -500,6 +514,9 @@ def _guard_function(names, meta, values=()):
         get = f"S{i}.get(K{i})"
         if sub is None:
             lines.append(f"    if {get} is not T{i}: return False")
+        elif isinstance(sub, _Held):
+            env[f"H{i}"] = sub.holder
+            lines.append(f"    if {get} is not H{i}: return False")
         else:
             lines.append(f"    try:\n        if {get}[I{i}] is not T{i}: return False\n"
                          f"    except (IndexError, KeyError, TypeError):\n        return False")
