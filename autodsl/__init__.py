@@ -25,6 +25,7 @@ from autodsl.tools.step import step
 from autodsl.tools.explain import explain
 from autodsl.tools.info import info
 from autodsl.tools.why import why
+from autodsl.tools.formatting import format  # noqa: A004  (Python's format(value, format_spec))
 from autodsl.tools.compiled import compile  # noqa: A004  (torch.compile's name)
 from autodsl.tools.optim import adam, sgd
 from autodsl.tools.io import load, save
@@ -75,6 +76,8 @@ __all__ = [
     "replay",
     # checking a derivative
     "check", "gradcheck", "gradgradcheck",
+    # a number as text (the f-strings' fields)
+    "format",
     # seeing what happens
     "info", "trace", "last_trace", "graph", "dot", "plot", "step", "explain",
     # why a gradient is missing, zero or nan

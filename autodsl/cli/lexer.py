@@ -40,6 +40,8 @@ class AutodslLexer(RegexLexer):
             (r"[ \t\f\r]+", Whitespace),
             (r"\\[ \t\f]*\r?\n", Text),                     # line continuation
             (r"#[^\n]*", Comment.Single),
+            (r'f"([^"\\\n]|\\.)*"', String.Double),              # f-strings before the name `f`
+            (r"f'([^'\\\n]|\\.)*'", String.Single),
             (r'"([^"\\\n]|\\.)*"', String.Double),
             (r"'([^'\\\n]|\\.)*'", String.Single),
             (r"(def)(\s+)(" + _NAME + ")", bygroups(Keyword, Whitespace, Name.Function)),
@@ -52,7 +54,7 @@ class AutodslLexer(RegexLexer):
             (words(PREDEFINED, suffix=r"\b"), Name.Builtin.Pseudo),
             (words(BUILTIN_NAMES, suffix=r"\b"), Name.Builtin),
             (_NAME, Name),
-            (r"==|!=|<=|>=|\+=|-=|\*=|/=|[-+*/@^<>=]", Operator),
+            (r"==|!=|<=|>=|\+=|-=|\*=|//=|/=|%=|//|[-+*/%@^<>=]", Operator),
             (r"[()\[\]{},;:.]", Punctuation),
             (r".", Text),
         ],

@@ -16,9 +16,9 @@ from typing import Any
 __all__ = [
     "Node", "Source", "Expr", "Stmt",
     "Number", "String", "Const", "Name", "ListExpr", "Chain", "Compare", "BoolOp", "Not",
-    "Unary", "Power", "Call", "Attribute", "Index", "Slice", "Keyword",
-    "ExprStmt", "Assign", "SetItem", "SetAttr", "AugAssign", "FuncDef", "Param", "For", "If",
-    "NoGrad", "Return", "Program",
+    "Unary", "Power", "Call", "Attribute", "Index", "Slice", "Keyword", "FString", "FormatField",
+    "ExprStmt", "Assign", "SetItem", "SetAttr", "AugAssign", "FuncDef", "Param", "For", "While",
+    "Break", "Continue", "If", "NoGrad", "Return", "Program",
 ]
 
 
@@ -84,7 +84,7 @@ class ListExpr(Expr):
 
 @dataclass(eq=False)
 class Chain(Expr):
-    """``first op1 e1 op2 e2 ...`` for the left-associative ``+ - * / @``.
+    """``first op1 e1 op2 e2 ...`` for the left-associative ``+ - * / // % @``.
 
     ``ops`` holds ``(op, operand, op_line, op_column)`` tuples.
     """
@@ -154,6 +154,19 @@ class Index(Expr):
     keys: list[Expr]      # one key -> x[k]; several -> x[(k1, k2)]
 
 
+@dataclass(eq=False)
+class FormatField(Node):
+    """One ``{value:spec}`` of an f-string (``spec`` is "" when there is none)."""
+    value: Expr
+    spec: str
+
+
+@dataclass(eq=False)
+class FString(Expr):
+    """``f"loss {loss:.4f} at {i}"``: literal text (str) and fields, in order."""
+    parts: list[str | FormatField]
+
+
 # ---- statements ------------------------------------------------------------
 
 @dataclass(eq=False)
@@ -184,7 +197,7 @@ class SetAttr(Stmt):
 @dataclass(eq=False)
 class AugAssign(Stmt):
     target: Expr          # Name or Index
-    op: str               # "+=" | "-=" | "*=" | "/="
+    op: str               # "+=" | "-=" | "*=" | "/=" | "%=" | "//="
     value: Expr
 
 
@@ -207,6 +220,22 @@ class For(Stmt):
     var: str
     iterable: Expr
     body: list[Stmt]
+
+
+@dataclass(eq=False)
+class While(Stmt):
+    cond: Expr
+    body: list[Stmt]
+
+
+@dataclass(eq=False)
+class Break(Stmt):
+    """``break``: leave the innermost `for` / `while` loop."""
+
+
+@dataclass(eq=False)
+class Continue(Stmt):
+    """``continue``: go on with the next iteration of the innermost loop."""
 
 
 @dataclass(eq=False)

@@ -27,10 +27,11 @@ import inspect
 import operator
 from typing import Any, Callable
 
-from autodsl.errors import DSLError, IndexError_, NameError_, RuntimeError_, TypeError_
+from autodsl.errors import DSLError, IndexError_, NameError_, RuntimeError_, TypeError_, ValueError_
 from autodsl.backend import is_host_array
 from autodsl.core.tensor import PUBLIC_ATTRIBUTES, PUBLIC_METHODS, Tensor, as_tensor
 from autodsl.lang import ast as A
+from autodsl.lang.python_words import NAME_HINTS
 from autodsl.lang.values import (describe, describe_value, number_pow, param_text, suggest, translate_exception,
                      truth)
 
@@ -40,6 +41,7 @@ from autodsl.source import caller_pos, format_pos
 from autodsl.core.node import Node as _GraphNode
 from autodsl.core.grad_mode import no_grad
 from autodsl.ops.elementwise import pow as tensor_pow
+from autodsl.tools.formatting import format as format_field
 
 __all__ = ["Interpreter", "UserFunction", "Scope", "MAX_CALL_DEPTH", "translate_exception",
            "NODE_ATTRIBUTES", "SETTABLE_ATTRIBUTES", "describe", "loop_progress"]
@@ -49,8 +51,9 @@ NODE_ATTRIBUTES = frozenset({"name", "next_functions"})
 SETTABLE_ATTRIBUTES = frozenset({"grad", "requires_grad"})
 
 _BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-           "@": operator.matmul}
-_INPLACE = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv}
+           "@": operator.matmul, "%": operator.mod, "//": operator.floordiv}
+_INPLACE = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
+            "%=": operator.imod, "//=": operator.ifloordiv}
 _COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
             "==": operator.eq, "!=": operator.ne}
 _NUMBER = (bool, int, float)
@@ -75,6 +78,14 @@ class _Return(BaseException):
     def __init__(self, value):
         super().__init__()
         self.value = value
+
+
+class _Break(BaseException):
+    """`break`: leaves the innermost loop (the parser allows it only inside one)."""
+
+
+class _Continue(BaseException):
+    """`continue`: ends this iteration of the innermost loop."""
 
 
 class Scope:
@@ -131,7 +142,7 @@ class Interpreter:
         self.source: A.Source | None = None
         self.depth = 0
         self.current_stmt: A.Stmt | None = None
-        self.loop_depth = 0     # `for` loops running now (only the outermost reports progress)
+        self.loop_depth = 0     # loops running now (only the outermost reports progress)
 
     # -- entry point -----------------------------------------------------------
     def run(self, program: A.Program):
@@ -310,11 +321,49 @@ class Interpreter:
         try:
             for done, item in enumerate(items, 1):
                 scope.vars[stmt.var] = item
-                self.exec_block(stmt.body)
+                try:
+                    self.exec_block(stmt.body)
+                except _Continue:
+                    pass
+                except _Break:
+                    break
                 if report is not None:
                     report(done, total)
         finally:
             self.loop_depth -= 1
+
+    def exec_While(self, stmt: A.While):
+        # Ctrl-C stops it as it stops a `for`: KeyboardInterrupt is no Exception, so it
+        # passes exec()'s translation, and the REPL rolls the input back
+        report = current().loop_progress if self.loop_depth == 0 else None
+        self.loop_depth += 1
+        done = 0
+        try:
+            while True:
+                cond = self.eval(stmt.cond)
+                try:
+                    ok = truth(cond)
+                except DSLError as e:
+                    raise self._attach(e, stmt.cond)
+                if not ok:
+                    break
+                try:
+                    self.exec_block(stmt.body)
+                except _Continue:
+                    pass
+                except _Break:
+                    break
+                done += 1
+                if report is not None:
+                    report(done, None)
+        finally:
+            self.loop_depth -= 1
+
+    def exec_Break(self, stmt: A.Break):
+        raise _Break
+
+    def exec_Continue(self, stmt: A.Continue):
+        raise _Continue
 
     def exec_If(self, stmt: A.If):
         cond = self.eval(stmt.cond)
@@ -355,6 +404,8 @@ class Interpreter:
             scope = scope.parent
         if name in self.builtins:
             return self.builtins[name]
+        if name in NAME_HINTS:
+            raise NameError_(f"`{name}` is not defined: {NAME_HINTS[name]}")
         raise NameError_(f"`{name}` is not defined" + suggest(name, self.visible_names()))
 
     def visible_names(self) -> set[str]:
@@ -387,6 +438,19 @@ class Interpreter:
 
     def eval_Name(self, node):
         return self.lookup(node.id, node)
+
+    def eval_FString(self, node: A.FString):
+        out = []
+        for part in node.parts:
+            if isinstance(part, str):
+                out.append(part)
+                continue
+            value = self.eval(part.value)
+            try:
+                out.append(format_field(value, part.spec))
+            except DSLError as e:
+                raise self._attach(e, part)
+        return "".join(out)
 
     def eval_ListExpr(self, node):
         return [self.eval(item) for item in node.items]
@@ -538,13 +602,18 @@ class Interpreter:
         if isinstance(a, str) and isinstance(b, str) and op in ("+", "==", "!=", "<", "<=", ">", ">="):
             return a, b
         hint = ""
-        if a is None or b is None:
+        if op in ("+", "%") and (isinstance(a, str) or isinstance(b, str)) and (ok_a or ok_b):
+            hint = ": use f\"loss {x}\" to put a number into a string (`{x:.4f}` for 4 decimals)"
+        elif a is None or b is None:
             hint = " (one side is `none`: for example `.grad` is none until backward has run)"
         raise TypeError_(f"cannot apply `{op}` to {describe(a)} and {describe(b)}{hint}")
 
     def binop(self, op: str, a, b, pos: tuple):
         a, b = self._operands(op, a, b)
         if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
+            if op in ("%", "//") and b == 0:
+                raise ValueError_(f"`{op}` by zero: the {'remainder' if op == '%' else 'floor'} of a "
+                                  "division by zero is undefined for plain numbers; check the divisor first")
             return _BINOPS[op](a, b)
         ctx = current()             # the op's node remembers where it was written
         outer = ctx.pos
@@ -569,7 +638,7 @@ class Interpreter:
         pos = node.__dict__.get("_pos")
         if pos is None:
             pos = node._pos = self._make_pos(node.line, node.column, node.line, node.column, node.end_column)
-        return self.binop(op[0], current, value, pos)
+        return self.binop(op[:-1], current, value, pos)
 
     def getattr(self, obj, name: str):
         self._check_private(name, "attribute")

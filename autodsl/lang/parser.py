@@ -22,11 +22,13 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from autodsl.errors import DSLError, ParseError
 from autodsl.lang import ast as A
+from autodsl.lang.fstring import Field, FStringError, split_fstring
+from autodsl.lang.python_words import syntax_hint
 
 __all__ = ["parse", "is_incomplete", "grammar_text", "get_parser", "KEYWORDS"]
 
-KEYWORDS = frozenset({"true", "false", "none", "def", "for", "in", "if", "else", "no_grad",
-                      "return", "and", "or", "not"})
+KEYWORDS = frozenset({"true", "false", "none", "def", "for", "while", "break", "continue", "in", "if",
+                      "else", "no_grad", "return", "and", "or", "not"})
 
 _OPEN = {"LPAR": "(", "LSQB": "[", "LBRACE": "{"}
 _CLOSE = {"RPAR": "LPAR", "RSQB": "LSQB", "RBRACE": "LBRACE"}
@@ -170,6 +172,14 @@ class _Builder(Transformer_NonRecursive):
         return A.Return(children[0] if children else None, **_pos(meta))
 
     @v_args(meta=True)
+    def break_stmt(self, meta, children):
+        return A.Break(**_pos(meta))
+
+    @v_args(meta=True)
+    def continue_stmt(self, meta, children):
+        return A.Continue(**_pos(meta))
+
+    @v_args(meta=True)
     def funcdef(self, meta, children):
         name, params, body = children
         return A.FuncDef(str(name), params or [], body, source=self.source, **_pos(meta))
@@ -186,6 +196,11 @@ class _Builder(Transformer_NonRecursive):
     def for_stmt(self, meta, children):
         var, iterable, body = children
         return A.For(str(var), iterable, body, **_pos(meta))
+
+    @v_args(meta=True)
+    def while_stmt(self, meta, children):
+        cond, body = children
+        return A.While(cond, body, **_pos(meta))
 
     @v_args(meta=True)
     def if_stmt(self, meta, children):
@@ -303,6 +318,24 @@ class _Builder(Transformer_NonRecursive):
         return A.String(value, **_pos(meta))
 
     @v_args(meta=True)
+    def fstring(self, meta, children):
+        tok = children[0]
+        src = self.source
+        try:
+            pieces = split_fstring(str(tok))
+        except FStringError as e:
+            raise _err(e.message, src, tok.line, tok.column + e.start, tok.column + e.end) from None
+        parts: list = []
+        for p in pieces:
+            if isinstance(p, Field):
+                expr = _parse_field(p.expr, src, tok.line, tok.column + p.offset)
+                parts.append(A.FormatField(expr, p.spec, line=tok.line, column=tok.column + p.start,
+                                           end_column=tok.column + p.end))
+            else:
+                parts.append(str(p))
+        return A.FString(parts, **_pos(meta))
+
+    @v_args(meta=True)
     def true(self, meta, children):
         return A.Const(True, **_pos(meta))
 
@@ -323,22 +356,56 @@ class _Builder(Transformer_NonRecursive):
         return A.ListExpr([c for c in children if c is not None], **_pos(meta))
 
 
-def _check_returns(program: A.Program, source: A.Source) -> None:
-    """`return` only inside `def` (an explicit stack: no recursion)."""
-    stack = [(s, False) for s in program.body]
+def _parse_field(text: str, src: A.Source, line: int, column: int) -> A.Expr:
+    """The expression of an f-string field that starts at (line, column) of ``src``.
+
+    It is parsed as a program of its own, moved to its place by blank lines and
+    spaces in front, so that its nodes (and any syntax error) carry the positions
+    of the script itself.
+    """
+    padded = "\n" * (line - 1) + " " * (column - 1) + text
+    try:
+        tree = get_parser().parse(padded)
+    except UnexpectedInput as e:
+        err = _translate(e, A.Source(src.filename, padded))
+        err.source_line = src.line_text(err.line)
+        raise err from None
+    try:
+        program = _Builder(src).transform(tree)
+    except VisitError as e:
+        raise e.orig_exc from None
+    body = program.body
+    if len(body) != 1 or not isinstance(body[0], A.ExprStmt):
+        raise _err("only an expression can go inside the `{ }` of an f-string (no `=`, `;` or statements)",
+                   src, line, column, column + len(text))
+    return body[0].expr
+
+
+def _check_jumps(program: A.Program, source: A.Source) -> None:
+    """`return` only inside `def`; `break` / `continue` only inside a loop of the same
+    function (an explicit stack: no recursion)."""
+    stack = [(s, False, False) for s in program.body]
     while stack:
-        stmt, in_def = stack.pop()
+        stmt, in_def, in_loop = stack.pop()
         if isinstance(stmt, A.Return) and not in_def:
             raise ParseError("`return` outside a function: it can only appear inside `def name(...) { ... }`"
                              ).with_position(file=source.filename, line=stmt.line, column=stmt.column,
                                              source_line=source.line_text(stmt.line), end_column=stmt.column + 6)
+        if isinstance(stmt, (A.Break, A.Continue)) and not in_loop:
+            word = "break" if isinstance(stmt, A.Break) else "continue"
+            where = (" of the same function (a function body does not see the loops it is called from)"
+                     if in_def else "")
+            raise _err(f"`{word}` outside a loop: it can only appear inside a `for` or `while` block{where}",
+                       source, stmt.line, stmt.column, stmt.column + len(word))
         if isinstance(stmt, A.FuncDef):
-            stack.extend((s, True) for s in stmt.body)
-        elif isinstance(stmt, (A.For, A.NoGrad)):
-            stack.extend((s, in_def) for s in stmt.body)
+            stack.extend((s, True, False) for s in stmt.body)
+        elif isinstance(stmt, (A.For, A.While)):
+            stack.extend((s, in_def, True) for s in stmt.body)
+        elif isinstance(stmt, A.NoGrad):
+            stack.extend((s, in_def, in_loop) for s in stmt.body)
         elif isinstance(stmt, A.If):
-            stack.extend((s, in_def) for s in stmt.body)
-            stack.extend((s, in_def) for s in stmt.orelse or [])
+            stack.extend((s, in_def, in_loop) for s in stmt.body)
+            stack.extend((s, in_def, in_loop) for s in stmt.orelse or [])
 
 
 # ---- public entry points ---------------------------------------------------
@@ -356,7 +423,7 @@ def parse(source: str, filename: str = "<string>") -> A.Program:
         if isinstance(e.orig_exc, DSLError):
             raise e.orig_exc from None
         raise
-    _check_returns(program, src)
+    _check_jumps(program, src)
     return program
 
 
@@ -383,13 +450,15 @@ def _open_brackets(tokens) -> list[Token]:
     return stack
 
 
-_EXPR_START = {"NAME", "NUMBER", "STRING", "LPAR", "LSQB", "TRUE", "FALSE", "NONE", "MINUS", "PLUS"}
+_EXPR_START = {"NAME", "NUMBER", "STRING", "FSTRING", "LPAR", "LSQB", "TRUE", "FALSE", "NONE", "MINUS",
+               "PLUS"}
 _HUMAN = {
     "RPAR": "`)`", "RSQB": "`]`", "RBRACE": "`}`", "LPAR": "`(`", "LSQB": "`[`", "LBRACE": "`{`",
     "COMMA": "`,`", "COLON": "`:`", "SEMICOLON": "`;`", "EQUAL": "`=`", "_NL": "a new line",
     "NAME": "a name", "NUMBER": "a number", "STRING": "a string", "DOT": "`.`",
     "$END": "the end of the input", "IN": "`in`", "ELSE": "`else`", "CIRCUMFLEX": "`^`",
-    "PLUS": "`+`", "MINUS": "`-`", "STAR": "`*`", "SLASH": "`/`", "AT": "`@`",
+    "PLUS": "`+`", "MINUS": "`-`", "STAR": "`*`", "SLASH": "`/`", "AT": "`@`", "PERCENT": "`%`",
+    "DSLASH": "`//`", "FSTRING": "an f-string",
     "COMP_OP": "a comparison", "AUGOP": "`+=`", "OR": "`or`", "AND": "`and`", "NOT": "`not`",
 }
 
@@ -403,7 +472,7 @@ def _describe(tok: Token) -> str:
         return f"name `{tok}`"
     if tok.type == "NUMBER":
         return f"number `{tok}`"
-    if tok.type == "STRING":
+    if tok.type in ("STRING", "FSTRING"):
         return f"string {tok}"
     if str(tok) in KEYWORDS:
         return f"keyword `{tok}`"
@@ -484,6 +553,10 @@ def _translate(e: UnexpectedInput, src: A.Source) -> ParseError:
         return _err("`:` commands (such as `:explain f x`) work only at the interactive prompt; in a "
                     "script call the built-in of the same name (`explain(f, x)`, `why(x)`, `info(x)`)",
                     src, line, col, tok.end_column)
+    hint = syntax_hint(tok, before, expected)
+    if hint is not None:
+        msg, first, last = hint
+        return _err(msg, src, first.line, first.column, last.end_column if last.line == first.line else None)
     if tok.type == "STAR" and prev is not None and prev.type == "STAR":
         return _err("`**` is not an operator: use `^` for powers (`x^2`)", src, prev.line, prev.column,
                     tok.end_column)
@@ -495,8 +568,8 @@ def _translate(e: UnexpectedInput, src: A.Source) -> ParseError:
     if tok.type == "EQUAL" and "EQUAL" not in expected:
         return _err("unexpected `=`: use `==` to compare, or assign with `name = value` "
                     "as a statement of its own", src, line, col, tok.end_column)
-    if tok.type in ("NAME", "NUMBER", "STRING", "LPAR", "LSQB") and prev is not None and \
-            prev.type in ("NAME", "NUMBER", "STRING", "RPAR", "RSQB"):
+    if tok.type in ("NAME", "NUMBER", "STRING", "FSTRING", "LPAR", "LSQB") and prev is not None and \
+            prev.type in ("NAME", "NUMBER", "STRING", "FSTRING", "RPAR", "RSQB"):
         return _err(f"unexpected {_describe(tok)}: an operator or a `;` / new line is missing before it",
                     src, line, col, tok.end_column)
     return _err(f"unexpected {_describe(tok)}" + _expected(expected), src, line, col, tok.end_column)

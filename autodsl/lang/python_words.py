@@ -1,0 +1,80 @@
+"""What a Python user will type that the language leaves out, and what to write instead.
+
+``syntax_hint`` is asked by the parser before it reports an unexpected token, so
+that ``if x > 0:``, ``lambda x: ...``, ``a if c else b``, ``elif``, ``else`` after
+a loop, ``import`` and ``with`` get one sentence naming the language's form
+rather than "unexpected name". ``NAME_HINTS`` are for words that parse as names
+(``pass``, ``None``): the interpreter uses them when such a name is not defined.
+"""
+from __future__ import annotations
+
+__all__ = ["NAME_HINTS", "syntax_hint"]
+
+NAME_HINTS = {
+    "pass": "the language needs no `pass`, a block may be empty (`{ }`)",
+    "None": "write `none`",
+    "True": "write `true`",
+    "False": "write `false`",
+    "elif": "write `else if cond { ... }`",
+    "lambda": "define a function with `def name(x) { return ... }`",
+    "self": "there are no classes; use functions and variables",
+}
+
+_STMT_START = ("_NL", "SEMICOLON", "LBRACE", "RBRACE")
+
+
+def _statement_start(tokens, i: int) -> bool:
+    return i == 0 or tokens[i - 1].type in _STMT_START
+
+
+def _block_owner(tokens):
+    """The first token of the statement whose block the last token (a `}`) closes."""
+    depth = 0
+    for j in range(len(tokens) - 1, -1, -1):
+        t = tokens[j].type
+        if t == "RBRACE":
+            depth += 1
+        elif t == "LBRACE":
+            depth -= 1
+            if depth == 0:
+                k = j
+                while k > 0 and tokens[k - 1].type not in _STMT_START:
+                    k -= 1
+                return tokens[k] if k < j else None
+    return None
+
+
+def syntax_hint(tok, before, expected):
+    """``(message, first token, last token)`` for a Python form at ``tok``, or None.
+
+    ``before``: the tokens before ``tok``; ``expected``: what the parser would accept.
+    """
+    prev = before[-1] if before else None
+    if prev is not None and prev.type == "NAME" and str(prev) == "lambda":
+        return "there is no `lambda`: " + NAME_HINTS["lambda"] + " and pass its name", prev, prev
+    if prev is not None and prev.type == "NAME" and str(prev) == "elif":
+        return "there is no `elif`: " + NAME_HINTS["elif"], prev, prev
+    if prev is not None and prev.type == "FSTRING" and tok.line == prev.line and tok.column == prev.end_column:
+        q = str(prev)[1]
+        other = "'" if q == '"' else '"'
+        return (f"this f-string ends at the second {q}: a string inside its `{{ }}` is written with "
+                f"the other quote ({other}...{other})"), prev, tok
+    if prev is not None and prev.type == "NAME" and _statement_start(before, len(before) - 1):
+        word = str(prev)
+        if word in ("import", "from") and tok.type == "NAME":
+            return ("there is no `import`: the built-ins (tensor, zeros, exp, ...) are always "
+                    "there, without a prefix"), prev, prev
+        if word == "with":
+            return "there is no `with`: write `no_grad { ... }` for `with torch.no_grad():`", prev, prev
+    if tok.type == "COLON" and "LBRACE" in expected:
+        return ("a block is written in braces, not after a `:`: `if x > 0 { ... }`, "
+                "`def f(x) { ... }`"), tok, tok
+    if tok.type == "IF" and prev is not None and prev.type not in _STMT_START:
+        return ("there is no `a if c else b` expression: write `if c { y = a } else { y = b }`, or "
+                "`where(c, a, b)` for tensors"), tok, tok
+    if tok.type == "ELSE" and prev is not None and prev.type == "RBRACE":
+        owner = _block_owner(before)
+        if owner is not None and owner.type in ("FOR", "WHILE"):
+            return (f"`else` after a `{owner}` loop is not part of the language: set a flag before "
+                    "`break` and test it after the loop"), tok, tok
+    return None
