@@ -75,7 +75,7 @@ class Session:
         self.out = out
         self.last_trace = None
         self.namespace: dict[str, Any] = _predefined()
-        self._builtins = make_builtins(lambda: self.out)
+        self._builtins = make_builtins(lambda: self.out, lambda: self._interp)
         self._interp = Interpreter(self.namespace, self._builtins, echo=self._echo)
 
     # -- settings (fields of the session's run context) -------------------------

@@ -12,6 +12,7 @@ import sys
 
 import autodsl
 from autodsl.cli import repl
+from autodsl.cli.params import parse_sets
 from autodsl.cli.progress import ClearingWriter, ProgressLine
 from autodsl.errors import DSLError
 from autodsl.session import Session
@@ -37,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", choices=["float32", "float64"], default=None,
                    help="default floating dtype (default: float64)")
     p.add_argument("--trace", action="store_true", help="print a step-by-step trace of every backward")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE",
+                   help="define NAME before the scripts run (repeatable): a number, true, false or none "
+                        "as the language reads it, else the text as a string (--set N=1000 --set name=abc)")
     p.add_argument("--anomaly", action="store_const", const="warn", default=None,
                    help="anomaly mode: warn (once per site) about the op that first makes a nan or inf "
                         "from finite values, forward or backward")
@@ -106,6 +110,10 @@ def _main(argv) -> int:
     args = parser.parse_args(argv)
     if args.source is not None and args.files:
         parser.error("give either -c SOURCE or script files, not both")
+    try:
+        variables = parse_sets(args.sets)
+    except ValueError as e:
+        parser.error(str(e))
     sources: list[tuple[str, str]] = []
     if args.source is not None:
         sources.append(("<string>", args.source))
@@ -117,6 +125,8 @@ def _main(argv) -> int:
 
     try:
         session = Session(device=args.device, dtype=args.dtype, trace=args.trace, anomaly=args.anomaly)
+        for name, value in variables.items():
+            session[name] = value
     except DSLError as e:
         sys.stderr.write(f"autodsl: {e.render()}\n")
         return 1

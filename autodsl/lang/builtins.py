@@ -12,6 +12,8 @@ On top of those, the language defines exactly ``LANGUAGE_BUILTINS``:
   (one-element integer tensors are accepted as bounds).
 - ``len(x)``: the size of a tensor's first dimension, or the length of a
   shape, list or string.
+- ``include("file.ad")``: run another script file in the current scope
+  (``autodsl/lang/include.py``; it needs the running interpreter, so it is the language's).
 """
 from __future__ import annotations
 
@@ -23,10 +25,11 @@ from autodsl.errors import TypeError_
 import autodsl
 from autodsl.core.display import format_value
 from autodsl.core.tensor import Tensor
+from autodsl.lang.include import make_include
 
 __all__ = ["LANGUAGE_BUILTINS", "core_functions", "make_builtins"]
 
-LANGUAGE_BUILTINS = frozenset({"print", "range", "len"})
+LANGUAGE_BUILTINS = frozenset({"print", "range", "len", "include"})
 
 
 def core_functions() -> dict[str, Callable]:
@@ -52,8 +55,10 @@ def _as_int(v, what: str) -> int:
         raise TypeError_(f"range() needs whole numbers, but the {what} is not an integer") from None
 
 
-def make_builtins(get_out: Callable[[], Any] | None = None) -> dict[str, Callable]:
-    """The full built-ins table; ``get_out()`` gives the stream `print` writes to."""
+def make_builtins(get_out: Callable[[], Any] | None = None,
+                  get_interp: Callable[[], Any] | None = None) -> dict[str, Callable]:
+    """The full built-ins table; ``get_out()`` gives the stream `print` writes to, and
+    ``get_interp()`` the interpreter whose current scope `include` runs a file in."""
 
     def print_(*values, sep: str = " ", end: str = "\n") -> None:
         """Print values, separated by `sep` (strings without quotes)."""
@@ -75,7 +80,7 @@ def make_builtins(get_out: Callable[[], Any] | None = None) -> dict[str, Callabl
 
     print_.__name__, range_.__name__, len_.__name__ = "print", "range", "len"
     table = core_functions()
-    extra = {"print": print_, "range": range_, "len": len_}
+    extra = {"print": print_, "range": range_, "len": len_, "include": make_include(get_interp)}
     assert set(extra) == LANGUAGE_BUILTINS
     table.update(extra)
     return table
