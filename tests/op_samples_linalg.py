@@ -73,3 +73,94 @@ add("solve", "batched-vectors", lambda m, a, b: m.solve(a, b), _wc(2, 3, 3), r(2
 add("solve", "vector-broadcast-batch", lambda m, a, b: m.solve(a, b), _wc(2, 3, 3), r(3))
 add("solve", "matrix-broadcast-batch", lambda m, a, b: m.solve(a, b), _wc(3, 3), r(2, 3, 2))
 add("solve", "empty-columns", lambda m, a, b: m.solve(a, b), _wc(2, 2), r(2, 0))
+
+
+# -- the losses' keywords: weight, ignore_index, label_smoothing, (N, C, d1, ...) ------------------------
+
+def _np_nll(logp, t, weight=None, ignore_index=-100, reduction="mean"):
+    lp = np.moveaxis(logp, 0 if logp.ndim == 1 else 1, -1)        # classes last
+    valid = t != ignore_index
+    safe = np.where(valid, t, 0)
+    picked = -np.take_along_axis(lp, safe[..., None], axis=-1)[..., 0]
+    w = np.ones(lp.shape[-1]) if weight is None else np.asarray(weight, dtype=np.float64)
+    wt = np.where(valid, w[safe], 0.0)
+    per = np.where(valid, picked * wt, 0.0)
+    if reduction == "none":
+        return per
+    with np.errstate(invalid="ignore"):         # an empty batch's mean: 0 / 0 = nan, as torch
+        return np.asarray(per.sum() if reduction == "sum" else per.sum() / wt.sum())
+
+
+def _np_cross_entropy(x, t, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    cdim = 0 if x.ndim == 1 else 1
+    n = x.shape[cdim]
+    logp = NP.log_softmax(x, cdim)
+    wshape = [1] * x.ndim
+    wshape[cdim] = n
+    wb = np.ones(wshape) if weight is None else np.reshape(np.asarray(weight, dtype=np.float64), wshape)
+    red = {"none": lambda v: v, "sum": lambda v: np.asarray(v.sum())}
+    if t.dtype.kind == "f":
+        terms = logp * (t * (1 - label_smoothing) + label_smoothing / n) * wb
+        return red.get(reduction, lambda v: np.asarray(-terms.sum() / (x.size / n)))(-terms.sum(axis=cdim))
+    nll = _np_nll(logp, t, weight, ignore_index, reduction)
+    if label_smoothing == 0:
+        return nll
+    valid = t != ignore_index
+    smooth = np.where(valid, -(logp * wb).sum(axis=cdim), 0.0)
+    w = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
+    counted = np.where(valid, w[np.where(valid, t, 0)], 0.0)
+    smooth = red.get(reduction, lambda v: np.asarray(v.sum() / counted.sum()))(smooth)
+    return nll * (1 - label_smoothing) + smooth * (label_smoothing / n)
+
+
+def _torch_weight(weight, like):
+    return None if weight is None else TorchNS._t().tensor(weight, dtype=like.dtype)
+
+
+NP.nll_loss = _np_nll
+NP.cross_entropy = _np_cross_entropy
+TorchNS.nll_loss = lambda a, b, weight=None, **k: TorchNS._t().nn.functional.nll_loss(
+    a, b, weight=_torch_weight(weight, a), **k)
+TorchNS.cross_entropy = lambda a, b, weight=None, **k: TorchNS._t().nn.functional.cross_entropy(
+    a, b, weight=_torch_weight(weight, a), **k)
+
+_W = [0.5, 1.0, 2.0, 1.5]          # a Python list: a constant (floating arrays are differentiable inputs)
+_T3 = np.array([1, 0, 3])
+_T3_IGNORED = np.array([1, -100, 3])
+_TND = np.array([[1, 0, 3], [2, 2, 0]])             # (N, d1) for logits (N, C, d1) = (2, 4, 3)
+_PROB = _rng.dirichlet(np.ones(4), size=3)
+_PROB_ND = np.moveaxis(_rng.dirichlet(np.ones(4), size=(2, 3)), -1, 1)    # (2, 4, 3), classes in dim 1
+
+
+def _loss(name, **kw):
+    return lambda m, a, t: getattr(m, name)(a, t, **kw)
+
+
+for _red in ("mean", "sum", "none"):
+    add("nll_loss", f"weight-{_red}", _loss("nll_loss", weight=_W, reduction=_red), r(3, 4), _T3)
+    add("nll_loss", f"nd-{_red}", _loss("nll_loss", reduction=_red), r(2, 4, 3), _TND)
+    add("cross_entropy", f"weight-ignored-{_red}", _loss("cross_entropy", weight=_W, reduction=_red),
+        r(3, 4), _T3_IGNORED)
+    add("cross_entropy", f"smoothing-{_red}", _loss("cross_entropy", reduction=_red, label_smoothing=0.2),
+        r(3, 4), _T3)
+    add("cross_entropy", f"smoothing-weight-ignored-{_red}",
+        _loss("cross_entropy", weight=_W, reduction=_red, label_smoothing=0.1), r(3, 4), _T3_IGNORED)
+    add("cross_entropy", f"nd-weight-smoothing-{_red}",
+        _loss("cross_entropy", weight=_W, reduction=_red, label_smoothing=0.1), r(2, 4, 3), _TND)
+    add("cross_entropy", f"prob-weight-smoothing-{_red}",
+        _loss("cross_entropy", weight=_W, reduction=_red, label_smoothing=0.3), r(3, 4), _PROB)
+    add("cross_entropy", f"prob-nd-{_red}", _loss("cross_entropy", reduction=_red), r(2, 4, 3), _PROB_ND)
+add("nll_loss", "ignore-index-0", lambda m, a, t: m.nll_loss(a, t, ignore_index=0), r(3, 4), _T3)
+add("nll_loss", "weight-unbatched", lambda m, a, t: m.nll_loss(a, t, weight=_W), r(4), np.array(2))
+add("nll_loss", "nd-4d", lambda m, a, t: m.nll_loss(a, t, weight=_W), r(2, 4, 3, 2),
+    np.array([[[0, 1], [2, 3], [3, 3]], [[1, 1], [0, 2], [2, 0]]]))
+add("nll_loss", "empty-batch-sum", lambda m, a, t: m.nll_loss(m.reshape(a, (0, 4)), t, reduction="sum"),
+    r(0), np.zeros(0, dtype=np.int64))
+add("nll_loss", "empty-batch-mean", lambda m, a, t: m.nll_loss(m.reshape(a, (0, 4)), t),
+    r(0), np.zeros(0, dtype=np.int64))
+add("cross_entropy", "weight-unbatched-smoothing",
+    lambda m, a, t: m.cross_entropy(a, t, weight=_W, label_smoothing=0.25), r(4), np.array(3))
+add("cross_entropy", "prob-unbatched-smoothing", lambda m, a, t: m.cross_entropy(a, t, label_smoothing=0.1),
+    r(4), _rng.dirichlet(np.ones(4)))
+add("cross_entropy", "empty-batch", lambda m, a, t: m.cross_entropy(m.reshape(a, (0, 4)), t, weight=_W),
+    r(0), np.zeros(0, dtype=np.int64))

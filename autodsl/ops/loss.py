@@ -1,14 +1,18 @@
 """Losses: mean squared error, negative log-likelihood, cross-entropy."""
 from __future__ import annotations
 
-import autodsl.backend as backend
+from autodsl import backend
 from autodsl.backend import getitem, namespace_of
+from autodsl.core.tensor import Tensor, as_tensor
 from autodsl.errors import DTypeError, ShapeError, ValueError_
-from autodsl.ops.registry import Op, apply, defop
-from autodsl.core.tensor import as_tensor
+from autodsl.ops import compare as C
+from autodsl.ops import elementwise as E
+from autodsl.ops import movement as M
 from autodsl.ops import reduce as R
+from autodsl.ops.formula import define
+from autodsl.ops.registry import Op, apply, defop
 
-__all__ = ["mse_loss", "nll_loss", "cross_entropy"]
+__all__ = ["cross_entropy", "mse_loss", "nll_loss"]
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -64,12 +68,13 @@ class MseLoss(Op):
 
 @defop("nll_loss")
 class NllLoss(Op):
-    """-logp[i, target[i]], averaged over the rows whose target is not ignore_index (or summed)."""
+    """-w[t]·logp[n, t, ...] per target t (class dim 1, or 0 for one sample), targets equal to
+    ignore_index counting for nothing; the mean divides by the sum of the counted targets' w."""
     differentiable = (0,)
 
-    def forward(self, logp, target, reduction="mean", ignore_index=-100):
+    def forward(self, logp, target, *weight, reduction="mean", ignore_index=-100):
         xp = namespace_of(logp)
-        n_classes = logp.shape[-1]
+        n_classes = logp.shape[0 if logp.ndim == 1 else 1]
         if xp.any((target != ignore_index) & ((target < 0) | (target >= n_classes))):
             # here, not in nll_loss(): a compiled program runs forward, never the wrapper
             flat = backend.to_host(target).reshape(-1).tolist()
@@ -81,28 +86,44 @@ class NllLoss(Op):
         t = xp.astype(target, xp.int64, copy=False)
         valid = t != ignore_index
         safe = xp.where(valid, t, 0)
-        if logp.ndim == 1:
-            self.index = (safe,)
-        else:
-            self.index = (xp.arange(logp.shape[0]), safe)
+        self.index = _class_index(xp, safe, logp.ndim)
         picked = -getitem(logp, self.index)
         self.valid = valid
-        picked = xp.astype(xp.where(valid, picked, 0.0), logp.dtype, copy=False)
-        self.count = xp.sum(xp.astype(valid, logp.dtype))     # in logp's dtype: a float32 loss stays float32
-        if reduction == "mean":
-            return xp.sum(picked) / self.count       # torch: nan when every row is ignored
-        if reduction == "sum":
-            return xp.sum(picked)
-        return picked
-
-    rule = ("-grad at each target class (/ number of counted targets for mean)",)
-
-    def formula(self, F, g):
-        if self.reduction == "mean":
-            gg = F.where_zero(self.valid, g * (-1.0 / float(self.count)) if self.count else g * float("nan"))
+        # the weight of each target, 0 where ignored, in logp's dtype (a float32 loss stays float32)
+        if weight:
+            w = xp.astype(weight[0], logp.dtype, copy=False)
+            wt = xp.where(valid, xp.reshape(xp.take(w, xp.reshape(safe, (-1,)), axis=0), safe.shape),
+                          xp.zeros((), dtype=logp.dtype))
+            picked = picked * wt
         else:
-            gg = F.where_zero(self.valid, -g)
-        return F.index_add(gg, self.index, self.shape), None
+            wt = xp.astype(valid, logp.dtype)
+        picked = xp.astype(xp.where(valid, picked, 0.0), logp.dtype, copy=False)
+        if reduction == "mean":
+            total = xp.sum(wt)
+            self.scale = -wt / total          # torch: nan when every target is ignored (0 / 0)
+            return xp.sum(picked) / total
+        self.scale = -wt
+        return xp.sum(picked) if reduction == "sum" else picked
+
+    rule = ("-grad * weight at each target class (/ the sum of the counted targets' weights for mean)",)
+
+    def formula(self, F, g):        # d/dlogp[n, t] of -w[t]·logp[n, t]: -w[t]; ignored targets: 0
+        gg = F.where_zero(self.valid, F.mul_array(g, self.scale))
+        return (F.index_add(gg, self.index, self.shape),) + (None,) * (len(self.next_edges) - 1)
+
+
+def _class_index(xp, safe, ndim):
+    """The index of logp (class dim 1, or 0 when 1-D) that picks each target's class: the
+    target's own position in every other dim."""
+    if ndim == 1:
+        return (safe,)
+    k = safe.ndim
+    rows = []
+    for d, n in enumerate(safe.shape):
+        shape = [1] * k
+        shape[d] = n
+        rows.append(xp.reshape(xp.arange(n), tuple(shape)) if k > 1 else xp.arange(n))
+    return (rows[0], safe, *rows[1:])
 
 
 def mse_loss(input, target, reduction="mean"):
@@ -113,41 +134,96 @@ def mse_loss(input, target, reduction="mean"):
     return apply(MseLoss, input, target, reduction=reduction)
 
 
-def nll_loss(input, target, reduction="mean", ignore_index=-100):
-    """Negative log-likelihood of class indices. ``input``: log-probabilities, shape (N, C)
-    or (C,); ``target``: int64 class indices, shape (N,) or (); rows whose target is
-    ``ignore_index`` count for nothing (and are left out of the mean). Example: ``nll_loss(logp, y)``
+def _check_weight(name, weight, n_classes):
+    if weight is None:
+        return None
+    w = as_tensor(weight)
+    if w.ndim != 1 or w.shape[0] != n_classes:
+        raise ShapeError(f"{name}: weight needs one value per class, shape ({n_classes},), got {w.shape}")
+    if not w.dtype.is_floating:
+        raise DTypeError(f"{name}: weight must be floating, got {w.dtype}; make it with dtype=float64")
+    return w
+
+
+def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+    """Negative log-likelihood of class indices, as torch.nn.functional.nll_loss. ``input``:
+    log-probabilities (N, C), (C,) or (N, C, d1, ...); ``target``: int64 class indices of shape
+    (N,), () or (N, d1, ...). ``weight``: one value per class (C,), multiplying each target's
+    term; targets equal to ``ignore_index`` count for nothing. ``reduction="mean"`` divides by
+    the sum of the counted targets' weights (their number without weight; nan when all are
+    ignored, as torch), "sum" or "none". No gradient flows to the weight (as in torch).
+    Example: ``nll_loss(logp, y)``, ``nll_loss(logp, y, weight=w, ignore_index=0)``
     """
     _check_reduction(reduction)
     x = as_tensor(input)
     t = as_tensor(target)
     if t.dtype.is_floating:
         raise DTypeError("nll_loss needs integer class indices as target: make it with dtype=int64")
-    if x.ndim not in (1, 2) or t.ndim != x.ndim - 1 or (x.ndim == 2 and t.shape[0] != x.shape[0]):
-        raise ShapeError(f"nll_loss: input of shape {x.shape} needs a target of shape "
-                         f"{x.shape[:1] if x.ndim == 2 else ()}, got {t.shape}")
-    return apply(NllLoss, x, t, reduction=reduction, ignore_index=ignore_index)
+    want = () if x.ndim == 1 else x.shape[:1] + x.shape[2:]
+    if x.ndim == 0 or t.shape != want:
+        raise ShapeError(f"nll_loss: input of shape {x.shape} needs a target of shape {want}, got {t.shape}"
+                         if x.ndim else "nll_loss needs input of shape (N, C), (C,) or (N, C, d1, ...), got a scalar")
+    w = _check_weight("nll_loss", weight, x.shape[0 if x.ndim == 1 else 1])
+    inputs = (x, t) if w is None else (x, t, w)
+    return apply(NllLoss, *inputs, reduction=reduction, ignore_index=ignore_index)
 
 
-def cross_entropy(input, target, reduction="mean", ignore_index=-100):
-    """Softmax cross-entropy of logits ``input`` (N, C) or (C,) against class indices
-    (int64, shape (N,) or ()) or class probabilities (floating, the shape of input).
-    Computed as nll_loss(log_softmax(input, dim=-1), target), stable for large logits;
-    rows whose class index is ``ignore_index`` are left out.
-    Example: ``cross_entropy(logits, labels)``
+def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    """Softmax cross-entropy of logits, as torch.nn.functional.cross_entropy. ``input``: (N, C),
+    (C,) or (N, C, d1, ...), classes along dim 1 (dim 0 for one sample); ``target``: int64 class
+    indices (N,), () or (N, d1, ...), or floating class probabilities of the input's shape.
+    ``weight``: one value per class; ``ignore_index``: class-index targets left out;
+    ``reduction``: "mean" (for indices divided by the sum of the counted targets' weights, for
+    probabilities by the number of samples N·d1·...), "sum" or "none"; ``label_smoothing`` in
+    [0, 1] mixes the target with the uniform distribution over the C classes. Computed from
+    log_softmax(input, dim=class dim), stable for large logits. Example: ``cross_entropy(logits, labels)``
     """
     _check_reduction(reduction)
     x = as_tensor(input)
     t = as_tensor(target, like=None)
-    logp = R.log_softmax(x, dim=-1)
+    if x.ndim == 0:
+        raise ShapeError("cross_entropy needs input of shape (N, C), (C,) or (N, C, d1, ...), got a scalar")
+    if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float)) \
+            or not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError_(f"cross_entropy: label_smoothing must be a number in [0, 1], not {label_smoothing!r}")
+    cdim = 0 if x.ndim == 1 else 1
+    n_classes = x.shape[cdim]
+    w = _check_weight("cross_entropy", weight, n_classes)
+    wb = None if w is None else w if x.ndim == 1 else M.reshape(w, (1, n_classes) + (1,) * (x.ndim - 2))
+    logp = R.log_softmax(x, dim=cdim)
+    eps = float(label_smoothing)
     if t.dtype.is_floating:
         if t.shape != x.shape:
             raise ShapeError(
                 f"cross_entropy: a floating target holds class probabilities and needs the input's shape "
                 f"{x.shape}, got {t.shape}; for class indices make the target an integer tensor "
                 "(tensor([...], dtype=int64))")
-        per = -R.sum(t * logp, dim=-1)
-        if reduction == "mean":
-            return R.mean(per)
-        return R.sum(per) if reduction == "sum" else per
-    return nll_loss(logp, t, reduction=reduction, ignore_index=ignore_index)
+        if ignore_index >= 0:       # torch: refused (a class index means nothing for probabilities)
+            raise ValueError_("cross_entropy: ignore_index is for class-index targets, not class probabilities; "
+                              "leave it out, or give the target as int64 class indices")
+        if eps > 0.0:
+            t = t * (1.0 - eps) + eps / n_classes
+        terms = logp * t if wb is None else logp * t * wb
+        if reduction == "none":
+            return -R.sum(terms, dim=cdim)
+        total = -R.sum(terms)
+        if reduction == "sum":
+            return total
+        return total / (x.numel() / n_classes) if x.numel() else total * float("nan")    # torch: nan
+    nll = nll_loss(logp, t, weight=w, ignore_index=ignore_index, reduction=reduction)
+    if eps == 0.0:
+        return nll
+    # torch: (1 - eps)·nll + eps/C · (the sum over classes of -w·logp, 0 for ignored targets)
+    valid = C.ne(t, ignore_index)
+    smooth = E.where(valid, -R.sum(logp if wb is None else logp * wb, dim=cdim), 0.0)
+    if reduction == "mean":
+        counted = E.where(valid, 1.0, 0.0) if w is None else \
+            E.where(valid, M.getitem(w, E.where(valid, t, 0)), 0.0)
+        smooth = R.sum(smooth) / R.sum(counted)
+    elif reduction == "sum":
+        smooth = R.sum(smooth)
+    return nll * (1.0 - eps) + smooth * (eps / n_classes)
+
+
+# g times an array the forward left on the node (nll_loss's per-target scale): on Tensors a constant
+define("mul_array", lambda a, c: a * c, lambda t, c: t * Tensor(c))
