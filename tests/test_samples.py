@@ -4,7 +4,8 @@ The expected output is the block that starts with ``# ---- expected output``
 at the end of each sample. Numbers are compared with a relative tolerance
 of 1e-9 (last-digit noise between NumPy builds), everything else exactly.
 Set AUTODSL_REGEN_SAMPLES=1 to rewrite the blocks after a deliberate change,
-then read the diff.
+then read the diff. A sample that takes script parameters names them on the marker line
+(``# ---- expected output (--set opt=sgd) ----``) and runs with them.
 """
 from __future__ import annotations
 
@@ -35,10 +36,17 @@ def split(text: str):
     return head, lines, int(m.group(1)) if m else 0
 
 
-def run_sample(path: Path):
+def sets_of(text: str) -> list[str]:
+    """The ``--set NAME=VALUE`` arguments named on a sample's marker line."""
+    _, sep, tail = text.partition(MARK)
+    return re.findall(r"--set (\S+?)\)?(?=\s|$)", tail.partition("\n")[0]) if sep else []
+
+
+def run_sample(path: Path, sets=()):
     buf = io.StringIO()
+    args = [a for item in sets for a in ("--set", item)]
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
-        status = cli.main([str(path.relative_to(path.parent.parent))])
+        status = cli.main([str(path.relative_to(path.parent.parent)), *args])
     return buf.getvalue().rstrip("\n").splitlines(), status
 
 
@@ -58,9 +66,11 @@ def same_line(got: str, want: str) -> bool:
 def test_sample_output(path, monkeypatch):
     monkeypatch.chdir(path.parent.parent)
     script, expected, want_status = split(path.read_text())
-    got, status = run_sample(path)
+    sets = sets_of(path.read_text())
+    got, status = run_sample(path, sets)
     if os.environ.get("AUTODSL_REGEN_SAMPLES"):
         note = f" (exit status {status})" if status else ""
+        note += "".join(f" (--set {item})" for item in sets)
         block = "\n".join(["# " + ln if ln else "#" for ln in got])
         path.write_text(script.rstrip("\n") + f"\n\n{MARK}{note} ----\n{block}\n")
         pytest.skip("expected output rewritten")
