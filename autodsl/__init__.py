@@ -41,6 +41,8 @@ from autodsl.ops.movement import (cat, expand, flatten, getitem, index_put, perm
 from autodsl.ops.reduce import (amax, amin, log_softmax, logsumexp, max, mean, min, norm, prod, softmax,  # noqa: A004
                          std, sum, var)
 from autodsl.ops.rounding import ceil, floor, floor_divide, remainder, round, trunc  # noqa: A004
+from autodsl.ops.gather import gather, index_select, masked_fill, scatter, scatter_add
+from autodsl.ops.sorting import argmax, argmin, argsort, sort, topk
 from autodsl.core.tensor import Tensor
 from autodsl.session import Session
 
@@ -67,6 +69,9 @@ __all__ = [
     # shapes and indexing
     "reshape", "view", "transpose", "permute", "unsqueeze", "squeeze", "expand", "cat", "stack",
     "flatten", "getitem", "index_put",
+    # gathers, scatters, masks and sorting
+    "gather", "scatter", "scatter_add", "index_select", "masked_fill", "sort", "argsort", "topk",
+    "argmax", "argmin",
     # linear algebra and losses
     "matmul", "mse_loss", "nll_loss", "cross_entropy",
     # autograd

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from autodsl.ops import compare as C
 from autodsl.ops import elementwise as E
+from autodsl.ops import gather as G
+from autodsl.ops import sorting as S
 from autodsl.ops import linalg as L
 from autodsl.ops import loss as Lo  # noqa: F401
 from autodsl.ops import movement as M
@@ -87,6 +89,11 @@ _methods = {
 install(_dunders)
 install(_methods, properties={"T": _T, "mT": _mT})
 install({"_refresh_view": refresh_view})     # Note [stale views]: apply() and edges rebuild a view's history
+
+# gathers, scatters, masks and sorting (ops/gather.py, ops/sorting.py), as torch's Tensor methods
+install({"gather": G.gather, "scatter": G.scatter, "scatter_add": G.scatter_add,
+         "index_select": G.index_select, "masked_fill": G.masked_fill, "index_put": M.index_put,
+         "sort": S.sort, "argsort": S.argsort, "topk": S.topk, "argmax": S.argmax, "argmin": S.argmin})
 
 # rounding and integer division (ops/rounding.py): x % y and x // y as Python and PyTorch mean them
 install({

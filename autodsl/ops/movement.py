@@ -270,11 +270,18 @@ class IndexAdd(Op):
 class IndexPut(Op):
     """A copy of a with value written at key (the out-of-place form of x[key] = value)."""
 
-    def forward(self, a, v, key):
+    def forward(self, a, v, key, accumulate=False):
         self.key = key
+        self.accumulate = accumulate
         out = namespace_of(a).asarray(a, copy=True)
         try:
-            backend.setitem(out, key, v)
+            if accumulate:      # repeated indices all add (torch's accumulate=True)
+                if v.dtype != a.dtype:
+                    v = namespace_of(v).astype(v, a.dtype)
+                target = backend.getitem(a, key).shape
+                scatter_add(out, key, namespace_of(v).broadcast_to(v, target))
+            else:
+                backend.setitem(out, key, v)
         except ValueError:
             raise ShapeError(f"cannot write a value of shape {v.shape} into a slice of shape "
                              f"{backend.getitem(a, key).shape}") from None
@@ -282,11 +289,12 @@ class IndexPut(Op):
             raise _index_error(a.shape, key, e) from None
         return out
 
-    rule = ("grad with the written positions zeroed", "grad read at the written positions")
+    rule = ("grad with the written positions zeroed (all of grad with accumulate=true)",
+            "grad read at the written positions")
 
     def backward(self, g):
         na, nv = self.needs_input_grad
-        ga = index_put(g, _Raw(self.key), 0.0) if na else None
+        ga = (g if self.accumulate else index_put(g, _Raw(self.key), 0.0)) if na else None
         gv = getitem(g, _Raw(self.key)) if nv else None
         return ga, gv
 
@@ -303,17 +311,35 @@ def getitem(input, key):
     return apply(GetItem, input, key=tuple(k))
 
 
-def index_put(input, key, value):
-    """A copy of ``input`` with ``value`` written at ``key`` (``x[key] = value`` is its in-place form).
-    Example: ``index_put(x, 0, 5.0)``
+def index_put(input, key, value, accumulate=False):
+    """A copy of ``input`` with ``value`` written at ``key`` (``x[key] = value`` is its in-place form):
+    ``key`` an index as for ``x[...]`` (torch's tuple of index tensors included). With
+    ``accumulate=true`` the value is added instead, and repeated indices all add up (as
+    torch); without it, of repeated indices one write stays. Raises IndexError_ for an index
+    out of range, ShapeError for a value that does not fit.
+    Example: ``index_put(x, 0, 5.0)``, ``index_put(x, (idx,), v, accumulate=true)``
     """
     k = key if isinstance(key, _Raw) else _key_arrays(key)
+    if accumulate:
+        if not isinstance(accumulate, bool):
+            raise TypeError_(f"index_put: accumulate must be true or false, not {accumulate!r}")
+        return apply(IndexPut, input, value, key=tuple(k), accumulate=True)
     return apply(IndexPut, input, value, key=tuple(k))
 
 
-def reshape(input, *shape):
-    """The same elements in a new shape; one size may be -1. Example: ``x.reshape(2, 3)``"""
-    return apply(Reshape, input, shape=_shape_arg(shape))
+def reshape(input, *sizes, shape=None):
+    """The same elements in a new shape; one size may be -1. The shape comes as sizes, a list,
+    or torch's keyword ``shape=``. Example: ``x.reshape(2, 3)``, ``reshape(x, shape=[3, -1])``"""
+    return apply(Reshape, input, shape=_shape_arg(_one_of("reshape", "shape", sizes, shape)))
+
+
+def _one_of(name, keyword, positional, value):
+    """The sizes or dims given positionally, or by torch's keyword (a list), not both."""
+    if value is None:
+        return positional
+    if positional:
+        raise TypeError_(f"{name}: give the {keyword} once, either as arguments or as {keyword}=[...]")
+    return (value,)
 
 
 def view(input, *shape):
@@ -332,9 +358,10 @@ def transpose(input, dim0, dim1):
     return apply(Transpose, input, dim0=dim0, dim1=dim1)
 
 
-def permute(input, *dims):
-    """Reorder the dims (a view). Example: ``x.permute(2, 0, 1)``"""
-    return apply(Permute, input, dims=_shape_arg(dims))
+def permute(input, *order, dims=None):
+    """Reorder the dims (a view); the order comes as dims, a list, or torch's keyword ``dims=``.
+    Example: ``x.permute(2, 0, 1)``, ``permute(x, dims=[1, 0])``"""
+    return apply(Permute, input, dims=_shape_arg(_one_of("permute", "dims", order, dims)))
 
 
 def unsqueeze(input, dim):

@@ -9,7 +9,7 @@ import builtins
 
 import autodsl.backend as backend
 from autodsl.backend import kind_of, namespace_of
-from autodsl.errors import IndexError_, TypeError_, ValueError_
+from autodsl.errors import IndexError_, RuntimeError_, TypeError_, ValueError_
 from autodsl.ops.formula import define
 from autodsl.ops.registry import Op, apply, defop
 from autodsl.core.tensor import Tensor, as_tensor
@@ -133,6 +133,19 @@ class Prod(_Reduction):
         return (self._expand(g) * Tensor(others, _device=x.device),)
 
 
+def empty_reduction(op, shape, axes, dim):
+    """torch's errors for a max/min of an empty tensor: a dim of size 0 reduced has no
+    extreme (IndexError), and neither has a whole empty tensor (no dim given); reducing
+    only dims of nonzero size gives an empty result."""
+    if dim is None:
+        raise RuntimeError_(f"{op} of an empty tensor (shape {shape}) has no value; give the dims to "
+                            "reduce with dim=... (dims of nonzero size give an empty result)")
+    for ax in axes:
+        if shape[ax] == 0:
+            raise IndexError_(f"{op}: dim {ax} has size 0, so it has no {op[-3:]}imum over it; "
+                              "reduce over a dim of nonzero size")
+
+
 class _Extreme(_Reduction):
     pick = None
     save_output = True
@@ -140,7 +153,7 @@ class _Extreme(_Reduction):
     def forward(self, a, dim=None, keepdim=False):
         axes = self._setup(a, dim, keepdim)
         if a.size == 0:
-            raise ValueError_(f"{self.op_name} of an empty tensor has no value; check the shape")
+            empty_reduction(self.op_name, a.shape, axes, dim)
         self.save_for_backward(self.inputs[0])
         return getattr(namespace_of(a), self.pick)(a, axis=axes, keepdims=keepdim)
 
@@ -212,11 +225,11 @@ def _extreme_dim(pick, input, dim, keepdim):
     if isinstance(dim, (list, tuple)):
         raise TypeError_(f"{pick}(x, dim=...) takes one dim; use amax/amin to reduce several")
     a = x._data
-    if a.size == 0:
-        raise ValueError_(f"{pick} of an empty tensor has no value; check the shape")
     xp = namespace_of(a)
     src = xp.reshape(a, (1,)) if a.ndim == 0 else a
     d = _axes(dim, src.ndim)[0]
+    if a.size == 0:
+        empty_reduction(pick, a.shape, (d,), dim)
     idx = (xp.argmax if pick == "max" else xp.argmin)(src, axis=d, keepdims=True)   # first extreme
     key = tuple(idx if i == d else xp.reshape(xp.arange(n), tuple(n if j == i else 1 for j in range(src.ndim)))
                 for i, n in enumerate(src.shape))
@@ -337,6 +350,9 @@ class Logsumexp(_Reduction):
 
 def _logsumexp(a, axes, keepdim):
     xp = namespace_of(a)
+    if any(a.shape[ax] == 0 for ax in axes):     # torch: the log of an empty sum, -inf
+        shape = _kept(a.shape, axes) if keepdim else tuple(n for i, n in enumerate(a.shape) if i not in axes)
+        return xp.full(shape, -float("inf"), dtype=a.dtype)
     m = xp.max(a, axis=axes, keepdims=True)
     m = xp.where(xp.isfinite(m), m, 0.0)     # an all -inf slice stays -inf, not nan
     s = xp.log(xp.sum(xp.exp(a - m), axis=axes, keepdims=True)) + m
@@ -355,6 +371,8 @@ class Softmax(Op):
             self.axis = None
             return xp.ones_like(a)
         (self.axis,) = _axes(dim, a.ndim)
+        if a.size == 0:                  # torch: empty in, empty out
+            return xp.asarray(a, copy=True)
         m = xp.max(a, axis=self.axis, keepdims=True)
         m = xp.where(xp.isfinite(m), m, 0.0)
         e = xp.exp(a - m)
@@ -417,34 +435,57 @@ def amin(input, dim=None, keepdim=False):
     return apply(Amin, input, dim=dim, keepdim=keepdim)
 
 
+def _dim_as_other(name, other, dim, keepdim):
+    """torch: ``max(x, 1)`` reduces over dim 1 (``max(x, 1, True)`` keeps it); only a tensor or
+    a float second argument is elementwise."""
+    if isinstance(other, int) and not isinstance(other, bool):
+        if isinstance(dim, bool):
+            dim, keepdim = None, dim
+        if dim is not None:
+            raise TypeError_(f"{name}(x, {other}) already reduces over dim {other}; give the dim once")
+        return None, other, keepdim
+    return other, dim, keepdim
+
+
 def max(input, other=None, dim=None, keepdim=False):
     """``max(x)`` / ``x.max(dim=0)``: the largest element (a reduction; ties share the gradient
     evenly). ``max(a, b)``: the elementwise maximum (ties split in half).
 
     With ``dim`` it returns ``(values, indices)`` as PyTorch does (``.values``, ``.indices``,
-    or ``[0]``, ``[1]``), and the gradient goes to the first maximum only.
-    Example: ``max(x)``, ``x.max(dim=1)[0]``, ``max(x, 0)``
+    or ``[0]``, ``[1]``), and the gradient goes to the first maximum only. An integer second
+    argument is that dim, as in PyTorch: ``max(x, 1)`` is ``max(x, dim=1)`` (``max(x, 1,
+    true)`` keeps it); a float or a tensor is elementwise (``max(x, 0.0)`` is relu).
+    Over an empty dim there is no maximum (IndexError_), and none of a whole empty tensor
+    (RuntimeError_); reducing dims of nonzero size of an empty tensor gives an empty result.
+    Example: ``max(x)``, ``x.max(dim=1)[0]``, ``max(x, 1).indices``, ``max(x, 0.0)``
     """
+    other, dim, keepdim = _dim_as_other("max", other, dim, keepdim)
     if other is not None:
         if dim is not None:
             raise TypeError_("max(a, b) is elementwise and takes no dim; use max(a, dim=...) to reduce")
         return maximum(input, other)
     if dim is not None:
         return _extreme_dim("max", input, dim, keepdim)
+    if isinstance(input, Tensor) and input._data.size == 0:
+        empty_reduction("max", input.shape, (), None)
     return amax(input, keepdim=keepdim)
 
 
 def min(input, other=None, dim=None, keepdim=False):
     """``min(x)``: the smallest element (ties share the gradient evenly). ``x.min(dim=0)``:
     ``(values, indices)`` as for ``max``. ``min(a, b)``: the elementwise minimum (ties split
-    in half). Example: ``x.min()``, ``x.min(dim=0).values``
+    in half); an integer second argument is a dim, as for ``max``.
+    Example: ``x.min()``, ``x.min(dim=0).values``, ``min(x, 1)``
     """
+    other, dim, keepdim = _dim_as_other("min", other, dim, keepdim)
     if other is not None:
         if dim is not None:
             raise TypeError_("min(a, b) is elementwise and takes no dim; use min(a, dim=...) to reduce")
         return minimum(input, other)
     if dim is not None:
         return _extreme_dim("min", input, dim, keepdim)
+    if isinstance(input, Tensor) and input._data.size == 0:
+        empty_reduction("min", input.shape, (), None)
     return amin(input, keepdim=keepdim)
 
 
