@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from autodsl import backend
 from autodsl.backend import getitem, namespace_of
+from autodsl.core.grad_mode import is_grad_enabled
 from autodsl.core.tensor import Tensor, as_tensor
-from autodsl.errors import DTypeError, ShapeError, ValueError_
+from autodsl.errors import AutogradError, DTypeError, ShapeError, ValueError_
 from autodsl.ops import compare as C
 from autodsl.ops import elementwise as E
 from autodsl.ops import movement as M
@@ -151,7 +152,8 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     (N,), () or (N, d1, ...). ``weight``: one value per class (C,), multiplying each target's
     term; targets equal to ``ignore_index`` count for nothing. ``reduction="mean"`` divides by
     the sum of the counted targets' weights (their number without weight; nan when all are
-    ignored, as torch), "sum" or "none". No gradient flows to the weight (as in torch).
+    ignored, as torch), "sum" or "none". A weight that requires grad raises AutogradError (torch has no gradient
+    for it either).
     Example: ``nll_loss(logp, y)``, ``nll_loss(logp, y, weight=w, ignore_index=0)``
     """
     _check_reduction(reduction)
@@ -164,6 +166,8 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
         raise ShapeError(f"nll_loss: input of shape {x.shape} needs a target of shape {want}, got {t.shape}"
                          if x.ndim else "nll_loss needs input of shape (N, C), (C,) or (N, C, d1, ...), got a scalar")
     w = _check_weight("nll_loss", weight, x.shape[0 if x.ndim == 1 else 1])
+    if w is not None and w.requires_grad and is_grad_enabled():     # torch refuses it too
+        raise AutogradError("nll_loss has no gradient for weight, which requires grad; pass weight.detach()")
     inputs = (x, t) if w is None else (x, t, w)
     return apply(NllLoss, *inputs, reduction=reduction, ignore_index=ignore_index)
 
