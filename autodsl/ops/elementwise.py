@@ -313,7 +313,7 @@ class Sigmoid(Op):
 
 @defop("relu")
 class Relu(Op):
-    """max(a, 0)."""
+    """max(a, 0.0)."""
     __slots__ = ()
     save_output = True
 
@@ -612,7 +612,7 @@ def sigmoid(input):
 
 
 def relu(input):
-    """max(x, 0); its gradient at 0 is 0 (PyTorch's choice). Example: ``relu(x)``"""
+    """max(x, 0.0); its gradient at 0 is 0 (PyTorch's choice). Example: ``relu(x)``"""
     return apply(Relu, input)
 
 
