@@ -104,3 +104,78 @@ def test_min_seconds_keeps_running():
     assert r["success"]
     assert sum(t["nanoseconds"] for t in r["timings"]) >= 0.05e9
     assert r["output"] == pytest.approx(np.logaddexp(1.0, 2.0), rel=1e-15)
+
+
+def _evaluate(tool, module, function, input):
+    r = tool.handle({"id": 0, "kind": "evaluate", "module": module, "function": function,
+                     "input": input | {"min_runs": 1, "min_seconds": 0}})
+    assert r["success"], r.get("error")
+    return r["output"]
+
+
+def test_every_script_has_its_conversion():
+    from benchmarks.gradbench import adapter
+    scripts = sorted(p.stem for p in adapter.HERE.glob("*.ad"))
+    assert {"hello", "lse", "llsq", "gmm", "kmeans", "lstm"} <= set(scripts)
+    for name in scripts:
+        convert = __import__(f"benchmarks.gradbench.{name}", fromlist=["prepare"])
+        assert callable(convert.prepare) and callable(convert.finish), name
+
+
+def test_llsq_against_numpy():
+    tool = Tool()
+    assert tool.handle({"id": 0, "kind": "define", "module": "llsq"})["success"]
+    rng = np.random.default_rng(1)
+    for n, m in [(16, 1), (33, 5), (200, 128)]:
+        x = rng.random(m)
+        t = -1 + np.arange(n) * 2 / (n - 1)
+        a = t[:, None] ** np.arange(m)
+        r = np.sign(t) - a @ x
+        np.testing.assert_allclose(_evaluate(tool, "llsq", "primal", {"x": x.tolist(), "n": n}),
+                                   0.5 * r @ r, rtol=1e-12)
+        np.testing.assert_allclose(_evaluate(tool, "llsq", "gradient", {"x": x.tolist(), "n": n}),
+                                   -(a.T @ r), rtol=1e-10, atol=1e-12)
+
+
+def test_kmeans_against_numpy():
+    tool = Tool()
+    assert tool.handle({"id": 0, "kind": "define", "module": "kmeans"})["success"]
+    rng = np.random.default_rng(2)
+    points = rng.random((50, 3))
+    centroids = points[-4:]
+    d2 = ((points[None, :, :] - centroids[:, None, :]) ** 2).sum(axis=2)     # k x n
+    nearest = d2.argmin(axis=0)
+    inp = {"points": points.tolist(), "centroids": centroids.tolist()}
+    np.testing.assert_allclose(_evaluate(tool, "kmeans", "cost", inp), d2.min(axis=0).sum(), rtol=1e-12)
+    # J_j = 2 sum over j's points of (C_j - P_i); H_j = 2 * (number of j's points)
+    counts = np.bincount(nearest, minlength=4)[:, None]
+    jac = 2 * (counts * centroids - np.array([points[nearest == j].sum(axis=0) for j in range(4)]))
+    np.testing.assert_allclose(_evaluate(tool, "kmeans", "dir", inp), jac / (2 * counts),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_gmm_objective_against_gradbench_naive_posterior():
+    pytest.importorskip("scipy")
+    gmm_eval = pytest.importorskip("gradbench.evals.gmm.run")
+    tool = Tool()
+    assert tool.handle({"id": 0, "kind": "define", "module": "gmm"})["success"]
+    for d, k, m, gamma in [(2, 3, 0, 1.0), (4, 2, 2, 0.7)]:
+        inp = gmm_eval.generate(seed=3, d=d, k=k, n=6, m=m, gamma=gamma)
+        naive = gmm_eval.expect_naive_objective("objective", inp)
+        assert naive["success"]
+        np.testing.assert_allclose(_evaluate(tool, "gmm", "objective", inp), naive["output"], rtol=1e-9)
+        # the gradient against central differences of the objective in each parameter
+        grads = _evaluate(tool, "gmm", "jacobian", inp)
+        eps = 1e-6
+        for name in ("alpha", "mu", "q", "l"):
+            flat = np.asarray(inp[name], dtype=float).ravel()
+            fd = []
+            for i in range(flat.size):
+                vals = []
+                for sgn in (1, -1):
+                    moved = flat.copy()
+                    moved[i] += sgn * eps
+                    shaped = moved.reshape(np.shape(inp[name])).tolist()
+                    vals.append(_evaluate(tool, "gmm", "objective", inp | {name: shaped}))
+                fd.append((vals[0] - vals[1]) / (2 * eps))
+            np.testing.assert_allclose(np.ravel(grads[name]), fd, rtol=1e-5, atol=1e-6)
