@@ -230,6 +230,32 @@ def test_another_optimizer_in_the_variable_captures_again():
     assert w.numpy().tobytes() == we.numpy().tobytes()
 
 
+def test_parameters_passed_as_arguments():
+    """step(w) with w also the optimizer's: replays while the call gets the optimizer's own
+    tensor; another tensor is a different call (the optimizer updates its own parameter, not
+    the argument), which runs eagerly and captures again."""
+    w, we = ad.tensor([1.0, 2.0], requires_grad=True), ad.tensor([1.0, 2.0], requires_grad=True)
+    opt, eager_opt = ad.adam([w], lr=0.1), ad.adam([we], lr=0.1)
+
+    def step(p, o):
+        o.zero_grad()
+        (p * p * p).sum().backward()
+        o.step()
+
+    f = ad.compile(lambda p: step(p, opt))
+    for _ in range(5):
+        f(w)
+        step(we, eager_opt)
+    assert f.stats == {"replayed": 4, "eager": 1, "captures": 1}
+    assert w.numpy().tobytes() == we.numpy().tobytes()
+    other = ad.tensor([1.0, 2.0], requires_grad=True)
+    f(other)
+    assert f.stats["eager"] == 2
+    assert other.tolist() == [1.0, 2.0] and other.grad.tolist() == [3.0, 12.0]
+    assert w.numpy().tobytes() == we.numpy().tobytes()      # w.grad was none: Adam skipped it
+    assert w.grad is None
+
+
 def test_float32_parameters_stay_float32():
     w = ad.tensor(np.array([1.0, -1.0], dtype=np.float32), requires_grad=True)
     t = torch.tensor([1.0, -1.0], dtype=torch.float32, requires_grad=True)

@@ -123,7 +123,8 @@ class CompiledFunction:
         if ctx.last_trace is not trace_before:
             program.trace = ctx.last_trace
             program.trace.captured_by = self.name
-        self._programs.insert(0, (_binder(checks, program), program, _guard_function(names, meta, values)))
+        bind = _binder(checks, program, _held_arguments(self.fn, leaves))
+        self._programs.insert(0, (bind, program, _guard_function(names, meta, values)))
         del self._programs[MAX_CAPTURES:]
         return result
 
@@ -246,10 +247,15 @@ def _argument_checks(args, kwargs):
     return lines, env, where
 
 
-def _binder(checks, program):
+def _binder(checks, program, pinned=None):
     """The generated ``_bind`` for ``program``: it returns (the arrays of its tensor arguments,
-    the argument tensors its effects reach, {path: tensor}) or None."""
+    the argument tensors its effects reach, {path: tensor}) or None. ``pinned``: {path:
+    tensor} arguments that must be these very tensors (``_held_arguments``)."""
     lines, env, where = checks
+    lines = list(lines)
+    for i, (path, t) in enumerate((pinned or {}).items()):
+        env[f"PIN{i}"] = t
+        lines.append(f"    if {where[path]} is not PIN{i}: return None")
     arrays = ", ".join(f"{where[p]}._data" for p in program.arg_paths)
     tensors = ", ".join(where[p] for p in program.tensor_paths)
     leaves = []
@@ -259,6 +265,20 @@ def _binder(checks, program):
     body = lines + [f"    return [{arrays}], [{tensors}], {{{', '.join(leaves)}}}"]
     exec(code_of("\n".join(body) + "\n", "<argument guards>"), env)   # noqa: S102 - our own code
     return env["_bind"]
+
+
+def _held_arguments(fn, leaves):
+    """{path: tensor} of the tensor arguments that an object ``fn`` can see keeps from call to
+    call (``held_tensors()``: an optimizer's parameters). Its update writes into the tensor it
+    holds, whatever the call was given, while a program's effects reach each call's own
+    arguments: so a program is for calls with these very tensors."""
+    held = set()
+    for scope in _scopes_of(fn):
+        for _, v in list(scope.items()):
+            get = getattr(type(v), "held_tensors", None)
+            if get is not None:
+                held.update(id(x) for x in get(v))
+    return {p: t for p, t in leaves.items() if isinstance(t, Tensor) and id(t) in held}
 
 
 def _result_spec(result, cap, leaves):
