@@ -10,6 +10,7 @@ from autodsl.ops import compare as C
 from autodsl.ops import elementwise as E
 from autodsl.ops import movement as M
 from autodsl.ops import reduce as R
+from autodsl.ops.creation import arange
 from autodsl.ops.formula import define
 from autodsl.ops.registry import Op, apply, defop
 
@@ -221,8 +222,11 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     valid = C.ne(t, ignore_index)
     smooth = E.where(valid, -R.sum(logp if wb is None else logp * wb, dim=cdim), 0.0)
     if reduction == "mean":
-        counted = E.where(valid, 1.0, 0.0) if w is None else \
-            E.where(valid, M.getitem(w, E.where(valid, t, 0)), 0.0)
+        if w is None:
+            counted = E.where(valid, 1.0, 0.0)
+        else:       # each target's weight through a one-hot mask (an index computed from t: no replay)
+            hit = C.eq(M.unsqueeze(t, cdim), M.reshape(arange(n_classes), tuple(wb.shape)))
+            counted = E.where(valid, R.sum(E.where(hit, wb, 0.0), dim=cdim), 0.0)
         smooth = R.sum(smooth) / R.sum(counted)
     elif reduction == "sum":
         smooth = R.sum(smooth)
