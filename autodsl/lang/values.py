@@ -44,6 +44,9 @@ def describe(v) -> str:
         return "a function"
     if isinstance(v, _GraphNode):
         return "a graph node"
+    text = getattr(type(v), "LANG_DESCRIPTION", None)      # a type may name itself ("an sgd optimizer")
+    if text is not None:
+        return text
     return f"a {type(v).__name__}"
 
 

@@ -156,6 +156,7 @@ class SGD(Optimizer):
 
     LANG_ATTRIBUTES = frozenset({"step", "zero_grad", "lr", "momentum", "dampening", "weight_decay",
                                  "nesterov", "params"})
+    LANG_DESCRIPTION = "an sgd optimizer"                # its name in messages
     _what = "sgd"
 
     def __init__(self, params, lr=0.001, momentum=0, dampening=0, weight_decay=0, nesterov=False):
@@ -221,6 +222,7 @@ class Adam(Optimizer):
 
     LANG_ATTRIBUTES = frozenset({"step", "zero_grad", "lr", "betas", "eps", "weight_decay", "amsgrad",
                                  "params"})
+    LANG_DESCRIPTION = "an adam optimizer"                # its name in messages
     _what = "adam"
 
     def __init__(self, params, lr=0.001, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False):
