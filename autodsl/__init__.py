@@ -41,6 +41,9 @@ from autodsl.ops.movement import (cat, expand, flatten, getitem, index_put, perm
 from autodsl.ops.reduce import (amax, amin, log_softmax, logsumexp, max, mean, min, norm, prod, softmax,  # noqa: A004
                          std, sum, var)
 from autodsl.ops.rounding import ceil, floor, floor_divide, remainder, round, trunc  # noqa: A004
+from autodsl.ops.cumulative import cumprod, cumsum
+from autodsl.ops.special import atan2, digamma, expm1, lgamma, log1p, logsigmoid, polygamma, softplus, square
+from autodsl.ops.triangle import tril, triu
 from autodsl.ops.gather import gather, index_select, masked_fill, scatter, scatter_add
 from autodsl.ops.sorting import argmax, argmin, argsort, sort, topk
 from autodsl.core.tensor import Tensor
@@ -66,6 +69,9 @@ __all__ = [
     "softmax", "log_softmax",
     # rounding and integer division
     "floor", "ceil", "trunc", "round", "remainder", "floor_divide",
+    # more pointwise functions, running sums and products, triangles
+    "atan2", "log1p", "expm1", "square", "softplus", "logsigmoid", "lgamma", "digamma", "polygamma",
+    "cumsum", "cumprod", "tril", "triu",
     # shapes and indexing
     "reshape", "view", "transpose", "permute", "unsqueeze", "squeeze", "expand", "cat", "stack",
     "flatten", "getitem", "index_put",

@@ -32,8 +32,13 @@ def quotient_off(shape_a, shape_b):
 
 # Integer inputs (no gradient, so not in the table) are tested in test_ops_pointwise.py.
 
-def _unary(name):
-    return lambda m, x: getattr(m, name)(x)
+def _unary(name, *args, **kw):
+    """``name(x, *args, **kw)`` on the namespace ``m``."""
+    return lambda m, x: getattr(m, name)(x, *args, **kw)
+
+
+def _polygamma(n):
+    return lambda m, x: m.polygamma(n, x)
 
 
 def _with_number(f, number, first=False):
@@ -115,3 +120,82 @@ def _torch_tensor_first(f):
 
 TorchNS.remainder = _torch_tensor_first(lambda t, a, b: t.remainder(a, b))
 TorchNS.floor_divide = _torch_tensor_first(lambda t, a, b: t.div(a, b, rounding_mode="floor"))
+
+
+# -- special functions ---------------------------------------------------------------------------
+_SHAPES_0 = [(), (3,), (2, 3), (0,)]
+for _sa, _sb in PAIRS + [((0,), (0,)), ((2, 0), (2, 1))]:
+    add("atan2", f"{_s(_sa)}+{_s(_sb)}", lambda m, a, b: m.atan2(a, b), off_kink(*_sa), off_kink(*_sb))
+add("atan2", "negative-x-near-the-cut", lambda m, a, b: m.atan2(a, b), np.array([0.3, -0.3]), np.array([-1.5, -1.5]))
+_SMOOTH = {
+    "log1p": lambda *s: r(*s, lo=-0.5, hi=2.0), "expm1": r, "square": r, "logsigmoid": lambda *s: r(*s, lo=-6, hi=6),
+    "lgamma": lambda *s: r(*s, lo=0.3, hi=4.0), "digamma": lambda *s: r(*s, lo=0.3, hi=4.0),
+}
+# torch's trigamma (polygamma(1, x): digamma's derivative, lgamma's second) is a truncated series
+# good to about 1e-9, SciPy's to the last digits; so these samples are checked against torch
+# at 1e-8 in test_ops_pointwise.py, not at the table's 1e-10
+_TRIGAMMA = ("lgamma", "digamma")
+for _name, _gen in _SMOOTH.items():
+    for _shape in _SHAPES_0:
+        add(_name, _s(_shape), _unary(_name), _gen(*_shape), torch=_name not in _TRIGAMMA)
+add("lgamma", "negative-non-integers", _unary("lgamma"), np.array([-0.5, -1.5, -2.7, -3.2]), torch=False)
+add("digamma", "negative-non-integers", _unary("digamma"), np.array([-0.5, -1.5, -2.7]), torch=False)
+for _n in (0, 1, 2):
+    for _shape in ((), (2, 3), (0,)):
+        add("polygamma", f"n{_n}-{_s(_shape)}", _polygamma(_n), r(*_shape, lo=0.4, hi=3.0), torch=_n == 2)
+for _shape in _SHAPES_0:
+    add("softplus", _s(_shape), lambda m, x: m.softplus(x), r(*_shape, lo=-4, hi=4))
+# beta = 2, threshold = 1: the linear region starts at x = 0.5, where softplus jumps; kept 0.1 away
+add("softplus", "beta2-threshold1", lambda m, x: m.softplus(x, beta=2, threshold=1),
+    np.array([[-1.5, 0.2, 0.35], [0.65, 1.1, 3.0]]))
+add("softplus", "linear-region", lambda m, x: m.softplus(x, threshold=5), np.array([5.5, 7.0, 30.0]))
+NP.atan2, NP.log1p, NP.expm1, NP.square = np.arctan2, np.log1p, np.expm1, np.square
+NP.logsigmoid = lambda x: -np.logaddexp(0.0, -x)
+NP.softplus = lambda x, beta=1, threshold=20: np.where(x * beta > threshold, x, np.log1p(np.exp(x * beta)) / beta)
+
+
+def _scipy(name):
+    def run(*args):
+        import scipy.special
+        return np.asarray(getattr(scipy.special, name)(*args))
+    return run
+
+
+NP.lgamma, NP.digamma = _scipy("gammaln"), _scipy("psi")
+NP.polygamma = lambda n, x: _scipy("psi")(x) if n == 0 else _scipy("polygamma")(n, x)
+TorchNS.softplus = lambda x, beta=1, threshold=20: __import__("torch").nn.functional.softplus(
+    x, beta=beta, threshold=threshold)
+TorchNS.logsigmoid = lambda x: __import__("torch").nn.functional.logsigmoid(x)
+
+# -- cumulative sums and products ---------------------------------------------------------------
+_CUM = [((), 0), ((), -1), ((4,), 0), ((2, 3), 0), ((2, 3), 1), ((2, 3), -1), ((2, 3, 2), 1), ((0,), 0),
+        ((2, 0), 1), ((2, 0), 0)]
+for _name in ("cumsum", "cumprod"):
+    for _shape, _dim in _CUM:
+        add(_name, f"{_s(_shape)}-dim{_dim}", _unary(_name, _dim),
+            np.asarray(r(*_shape, lo=0.3, hi=1.8) * _rng.choice([-1.0, 1.0], size=_shape)))
+add("cumsum", "keyword-dim", lambda m, x: m.cumsum(x, dim=1), r(2, 3))
+# torch's cumprod backward with zeros in the input: one zero, a zero first and last, several zeros
+add("cumprod", "one-zero", lambda m, x: m.cumprod(x, 0), np.array([1.5, -0.7, 0.0, 1.2, 0.9]))
+add("cumprod", "zero-first-and-last", lambda m, x: m.cumprod(x, 1),
+    np.array([[0.0, 1.3, -0.8, 1.1], [1.2, 0.6, -1.4, 0.0]]))
+add("cumprod", "several-zeros", lambda m, x: m.cumprod(x, -1),
+    np.array([[1.1, 0.0, 0.7, 0.0, -1.3], [0.0, 0.0, 1.5, 0.8, 1.2]]))
+add("cumprod", "zeros-along-dim0", lambda m, x: m.cumprod(x, 0),
+    np.array([[1.1, 0.0, 0.7], [0.0, 0.0, -1.5], [0.6, 1.4, 0.9]]))
+
+
+def _np_cum(f):
+    return lambda x, dim: np.array(x, copy=True) if x.ndim == 0 else f(x, axis=dim)
+
+
+NP.cumsum, NP.cumprod = _np_cum(np.cumsum), _np_cum(np.cumprod)
+
+# -- triangles -----------------------------------------------------------------------------------
+for _name in ("tril", "triu"):
+    for _shape in ((3, 3), (2, 4), (4, 2), (2, 3, 3), (3, 0), (2, 2, 0)):
+        add(_name, _s(_shape), _unary(_name), r(*_shape))
+    for _d in (1, -1, 2, -5):
+        add(_name, f"diagonal{_d}", _unary(_name, diagonal=_d), r(3, 4))
+NP.tril = lambda x, diagonal=0: np.tril(x, k=diagonal)
+NP.triu = lambda x, diagonal=0: np.triu(x, k=diagonal)

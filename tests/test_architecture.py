@@ -34,8 +34,10 @@ LAYERS = [
 LEVEL = {name: i for i, names in enumerate(LAYERS) for name in names}
 
 # Imported inside functions, and only there: they are optional extras (or load on first use).
+# (scipy is a dependency imported on first use: tests/test_ops_pointwise.py checks that
+# importing autodsl does not import it.)
 OPTIONAL = {"cupy", "cupyx", "dask", "distributed", "matplotlib", "IPython", "ipykernel", "graphviz",
-            "array_api_strict", "scipy"}
+            "array_api_strict"}
 
 # Module-level mutable objects that are not per-run state, each with why it may be global.
 ALLOWED_GLOBALS = {

@@ -446,6 +446,17 @@ def asarray(data, dtype: DType | None, device: str, copy: bool | None = None):
     return mod.asarray(data, dtype=nd, copy=copy)
 
 
+def special(name: str, arr, *before):
+    """``scipy.special.<name>(*before, arr)`` (``cupyx.scipy.special``'s for a CuPy array), in
+    arr's dtype and on its device: lgamma, digamma and polygamma (ops/special.py). SciPy is
+    imported on first use, so that importing autodsl stays fast."""
+    if device_of(arr) == "cuda":
+        import cupyx.scipy.special as sp  # noqa: PLC0415  (optional: only with CuPy arrays)
+        return namespace_of(arr).astype(getattr(sp, name)(*before, arr), arr.dtype, copy=False)
+    import scipy.special as sp  # noqa: PLC0415  (on first use)
+    return asarray(getattr(sp, name)(*before, to_host(arr)), dtype_of(arr), "cpu")
+
+
 _INT_OF = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}
 
 

@@ -6,5 +6,6 @@ operator dunders and methods on ``Tensor``.
 from autodsl.ops.registry import REGISTRY, Op, apply, defop  # noqa: F401
 from autodsl.ops import elementwise, reduce, movement, linalg, compare, loss, inplace  # noqa: F401,E401
 from autodsl.ops import rounding  # noqa: F401
+from autodsl.ops import cumulative, special, triangle  # noqa: F401,E401
 from autodsl.ops import gather, sorting  # noqa: F401,E401
 from autodsl.ops import methods  # noqa: F401  (installs Tensor methods; must come last)

@@ -13,6 +13,9 @@ from autodsl.ops import loss as Lo  # noqa: F401
 from autodsl.ops import movement as M
 from autodsl.ops import reduce as R
 from autodsl.ops import rounding as Rd
+from autodsl.ops import cumulative as Cu
+from autodsl.ops import special as Sp
+from autodsl.ops import triangle as Tr
 from autodsl.ops.inplace import inplace, refresh_view
 from autodsl.ops.movement import sum_to
 from autodsl.ops.registry import install, to_op
@@ -103,4 +106,11 @@ install({
     "floor": Rd.floor, "ceil": Rd.ceil, "trunc": Rd.trunc, "round": Rd.round,
     "remainder": Rd.remainder, "floor_divide": Rd.floor_divide,
     "remainder_": _inplace(Rd.remainder, "remainder_"), "floor_divide_": _inplace(Rd.floor_divide, "floor_divide_"),
+})
+
+# special functions, running sums and products, triangles (ops/special.py, cumulative.py, triangle.py)
+install({
+    "atan2": Sp.atan2, "log1p": Sp.log1p, "expm1": Sp.expm1, "square": Sp.square, "lgamma": Sp.lgamma,
+    "digamma": Sp.digamma, "polygamma": lambda self, n: Sp.polygamma(n, self),
+    "cumsum": Cu.cumsum, "cumprod": Cu.cumprod, "tril": Tr.tril, "triu": Tr.triu,
 })

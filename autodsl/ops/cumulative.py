@@ -1,0 +1,115 @@
+"""Cumulative sums and products along a dim: cumsum, cumprod.
+
+A 0-d tensor is its own cumulative sum and product (``dim`` 0 or -1, as PyTorch). Bool and
+integer tensors accumulate in int64, as PyTorch.
+"""
+from __future__ import annotations
+
+from autodsl import backend
+from autodsl.backend import kind_of, namespace_of
+from autodsl.core.tensor import Tensor
+from autodsl.errors import IndexError_, TypeError_
+from autodsl.ops.creation import ones_like
+from autodsl.ops.elementwise import where
+from autodsl.ops.movement import cat, transpose, unsqueeze
+from autodsl.ops.reduce import sum as _sum
+from autodsl.ops.registry import Op, apply, defop
+
+__all__ = ["cumprod", "cumsum"]
+
+_xp = namespace_of
+
+
+def _axis(dim, ndim):
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError_(f"dim must be an integer, not {dim!r}")
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError_(f"dim {dim} is out of range for a tensor with {ndim} dimensions "
+                          f"(valid: {-n} to {n - 1})")
+    return dim % n
+
+
+def _accumulating(a):
+    """a as the dtype it accumulates in: int64 for bools and integers (torch), else its own."""
+    xp = _xp(a)
+    return xp.astype(a, xp.int64) if kind_of(a.dtype) in "biu" and a.dtype != xp.int64 else a
+
+
+@defop("cumsum")
+class Cumsum(Op):
+    """Running sums along dim (``reverse``: from the end, the gradient's direction)."""
+
+    def forward(self, a, dim, reverse=False):
+        self.axis = _axis(dim, a.ndim)
+        self.reverse = reverse
+        a = _accumulating(a)
+        xp = _xp(a)
+        if a.ndim == 0:
+            return xp.asarray(a, copy=True)
+        if reverse:
+            return xp.flip(xp.cumulative_sum(xp.flip(a, axis=self.axis), axis=self.axis), axis=self.axis)
+        return xp.cumulative_sum(a, axis=self.axis)
+
+    rule = "grad summed from the end along dim (a reversed cumsum)"
+
+    def backward(self, g):
+        return (apply(Cumsum, g, dim=self.axis, reverse=not self.reverse),)
+
+
+@defop("cumprod")
+class Cumprod(Op):
+    """Running products along dim."""
+    save_output = True
+
+    def forward(self, a, dim):
+        self.axis = _axis(dim, a.ndim)
+        self.save_for_backward(self.inputs[0])
+        a = _accumulating(a)
+        xp = _xp(a)
+        if a.ndim == 0:
+            return xp.asarray(a, copy=True)
+        return xp.cumulative_prod(a, axis=self.axis)
+
+    rule = ("(grad * out) summed from the end along dim, over a; where a has zeros, grad times "
+            "the products of the other elements")
+
+    def backward(self, g):
+        x, out = self.saved_tensors
+        if x.ndim == 0:
+            return (g,)
+        d = self.axis
+        if not _xp(x._data).any(x._data == 0):
+            # d out_j / d x_i = out_j / x_i for j >= i
+            return (apply(Cumsum, g * out, dim=d, reverse=True) / x,)
+        return (_cumprod_grad_with_zeros(x, out, g, d),)
+
+
+def _cumprod_grad_with_zeros(x, out, g, d):
+    """grad_i = sum_{j >= i} g_j prod_{m <= j, m != i} x_m, written with ops (so that it is
+    differentiable again) as prod_{m < i} x_m * sum_{j >= i} g_j prod_{i < m <= j} x_m: the second
+    product is a cumprod of x with its first i + 1 entries set to 1, one row per i (n^2 work, as
+    torch's cumprod_backward when it must be differentiable)."""
+    xt, ot, gt = (transpose(t, d, -1) for t in (x, out, g))
+    n = xt.shape[-1]
+    ar = backend.xp(x.device).arange(n)
+    upto = Tensor(ar[None, :] <= ar[:, None], _device=x.device)        # [i, m]: m <= i
+    from_i = Tensor(ar[None, :] >= ar[:, None], _device=x.device)      # [i, j]: j >= i
+    rows = where(upto, 1.0, unsqueeze(xt, -2))                          # [..., i, m]
+    after = cumprod(rows, dim=-1)                                       # prod_{i < m <= j} x_m
+    inner = _sum(where(from_i, unsqueeze(gt, -2) * after, 0.0), dim=-1)
+    before = cat([ones_like(ot[..., :1]), ot[..., :-1]], dim=-1)        # prod_{m < i} x_m
+    return transpose(before * inner, d, -1)
+
+
+def cumsum(input, dim):
+    """Running sums along ``dim``: ``cumsum(tensor([1, 2, 3]), 0)`` is ``[1, 3, 6]``. Bools and
+    integers sum in int64. The gradient is grad summed from the end. Example: ``cumsum(x, dim=0)``"""
+    return apply(Cumsum, input, dim=dim)
+
+
+def cumprod(input, dim):
+    """Running products along ``dim``: ``cumprod(tensor([1, 2, 3]), 0)`` is ``[1, 2, 6]``. The
+    gradient is PyTorch's, also where the input has zeros (the products of the other elements).
+    Example: ``cumprod(x, dim=0)``"""
+    return apply(Cumprod, input, dim=dim)
