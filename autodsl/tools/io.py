@@ -197,7 +197,8 @@ def load(path, dtype=None, columns=None, header=None):
       (0 is the first): one (a name or a number) gives a 1-D tensor, a list gives a 2-D one.
       Without ``columns``, a file of one column gives a 1-D tensor, else 2-D (rows, columns).
       The values are the default float dtype unless ``dtype`` says otherwise.
-    * ``.npy``: one array, its dtype kept (integers become int64; float16 becomes float32).
+    * ``.npy``: one array, its dtype kept where a tensor has it (other integers become
+      int64, float16 becomes float32).
     * ``.npz``: a checkpoint (``save([w1, b1], "ckpt.npz")``): a tuple of its tensors in
       stored order, also indexed by name (``ckpt["w1"]``; ``ckpt.names``).
     * ``.json``: nested lists of numbers (a tensor, as ``tensor(data)``), or an object whose
