@@ -40,6 +40,8 @@ from autodsl.ops.movement import (cat, expand, flatten, getitem, index_put, perm
                            stack, transpose, unsqueeze, view)
 from autodsl.ops.reduce import (amax, amin, log_softmax, logsumexp, max, mean, min, norm, prod, softmax,  # noqa: A004
                          std, sum, var)
+from autodsl.ops.einsum import einsum
+from autodsl.ops.decomp import det, inverse, solve
 from autodsl.ops.rounding import ceil, floor, floor_divide, remainder, round, trunc  # noqa: A004
 from autodsl.ops.cumulative import cumprod, cumsum
 from autodsl.ops.special import atan2, digamma, expm1, lgamma, log1p, logsigmoid, polygamma, softplus, square
@@ -79,7 +81,7 @@ __all__ = [
     "gather", "scatter", "scatter_add", "index_select", "masked_fill", "sort", "argsort", "topk",
     "argmax", "argmin",
     # linear algebra and losses
-    "matmul", "mse_loss", "nll_loss", "cross_entropy",
+    "matmul", "einsum", "det", "inverse", "solve", "mse_loss", "nll_loss", "cross_entropy",
     # autograd
     "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
     "jacobian", "hessian", "vjp", "jvp", "hvp", "vhp",

@@ -7,6 +7,7 @@ from __future__ import annotations
 from autodsl.ops import compare as C
 from autodsl.ops import elementwise as E
 from autodsl.ops import gather as G
+from autodsl.ops import decomp as D
 from autodsl.ops import sorting as S
 from autodsl.ops import linalg as L
 from autodsl.ops import loss as Lo  # noqa: F401
@@ -73,7 +74,7 @@ _methods = {
     "exp": E.exp, "log": E.log, "sqrt": E.sqrt, "sin": E.sin, "cos": E.cos, "tan": E.tan,
     "tanh": E.tanh, "sigmoid": E.sigmoid, "relu": E.relu, "abs": E.abs, "sign": E.sign,
     "clamp": E.clamp, "maximum": E.maximum, "minimum": E.minimum, "clone": E.clone,
-    "matmul": L.matmul,
+    "matmul": L.matmul, "det": D.det, "inverse": D.inverse,
     "sum": R.sum, "mean": R.mean, "prod": R.prod, "max": R.max, "min": R.min, "amax": R.amax,
     "amin": R.amin, "norm": R.norm, "var": R.var, "std": R.std, "logsumexp": R.logsumexp,
     "softmax": R.softmax, "log_softmax": R.log_softmax,
