@@ -390,3 +390,13 @@ def test_errors_are_dsl_errors_from_python(tmp_path):
     with pytest.raises(DSLError) as e:
         ad.load(str(tmp_path / "x.csv"))
     assert e.value.file == __file__            # a Python caller's line
+
+
+def test_checkpoint_copies_keep_names(tmp_path):
+    import copy
+    import pickle
+    s = session(tmp_path)
+    s.run('w = ones(2)\nsave([w], "c.npz")\nc = load("c.npz")')
+    c = s["c"]
+    for d in (copy.copy(c), copy.deepcopy(c), pickle.loads(pickle.dumps(c))):
+        assert d.names == ("w",) and vals(d["w"]) == [1.0, 1.0]

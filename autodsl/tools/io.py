@@ -159,6 +159,9 @@ class Checkpoint(tuple):
         self.names = tuple(n for n, _ in items)
         return self
 
+    def __getnewargs__(self):           # copy and pickle make it again from its (name, tensor) pairs
+        return (self.items(),)
+
     def by_name(self, name: str) -> Tensor:
         """The tensor stored under ``name``; IndexError_ naming the stored ones otherwise."""
         try:
