@@ -221,7 +221,7 @@ def test_npy_of_other_numpy_dtypes(tmp_path):
     assert i16.dtype == ad.int64 and vals(i16) == [0, 1, 2]
     f16 = s.run('load("f16.npy", dtype=float64)')
     assert f16.dtype == ad.float64 and vals(f16) == [0.5, 1.5]
-    with pytest.raises(DTypeError, match="complex128 values, which a tensor cannot hold"):
+    with pytest.raises(DTypeError, match='c.npy" holds complex128 values, which a tensor cannot hold'):
         s.run('load("c.npy")')
     with pytest.raises(ValueError_, match="Python objects, which load\\(\\) never reads"):
         s.run('load("obj.npy")')
@@ -333,6 +333,18 @@ def test_checkpoint_from_python_dict_and_names(tmp_path):
     assert ad.load(path).names == ("hidden", "t1")
     with pytest.raises(TypeError_, match="names are strings"):
         ad.save({1: hidden}, path)
+
+
+def test_npz_entry_errors_name_the_entry(tmp_path):
+    np.savez(tmp_path / "s.npz", ok=np.ones(1), words=np.array(["a", "b"]))
+    with pytest.raises(DTypeError, match='s.npz", entry `words` holds str.* values'):
+        session(tmp_path).run('load("s.npz")')
+
+
+def test_text_that_is_not_utf8(tmp_path):
+    (tmp_path / "latin.csv").write_bytes(b"caf\xe9,1\n2,3\n")
+    with pytest.raises(ValueError_, match='latin.csv" is not UTF-8 text'):
+        session(tmp_path).run('load("latin.csv")')
 
 
 def test_npz_dtype_conversion(tmp_path):

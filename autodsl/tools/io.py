@@ -214,8 +214,8 @@ def load(path, dtype=None, columns=None, header=None):
     a number, naming its line and column, rows of different lengths, invalid JSON), IndexError_
     (a column out of range or not in the header), TypeError_ (a path that is not a string,
     ``columns``/``header`` for a file that is not .csv), DTypeError (an array of strings or
-    complex numbers; values that are not whole numbers for an integer dtype), RuntimeError_
-    (in a session made with ``files=False``).
+    complex numbers; values that are not whole numbers for an integer dtype), ShapeError (JSON
+    lists of different lengths), RuntimeError_ (in a session made with ``files=False``).
 
     Example: ``x = load("iris.csv", columns=[0, 1, 2, 3])``
     """
@@ -241,7 +241,7 @@ def _load_numpy(fname: str, dt):
         raise ValueError_(f"load(): {_q(fname)} is not a NumPy file that load() can read (it may be damaged, "
                           "of another format, or hold Python objects, which load() never reads)") from None
     if isinstance(data, np.ndarray):
-        return _tensor_of(data, dt, fname)
+        return _tensor_of(data, dt, _q(fname))
     try:
         with data:
             items = [(name, _tensor_of(data[name], dt, f"{_q(fname)}, entry `{name}`")) for name in data.files]
