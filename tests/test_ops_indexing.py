@@ -393,3 +393,21 @@ def test_sort_topk_gather_in_the_language():
         s.run("gather(x, 0, tensor([2, 2], dtype=int64))").numpy(), [2.0, 2.0])
     with pytest.raises(ad.DTypeError, match="int64"):
         s.run("gather(x, 0, tensor([2, 2]))")
+
+
+def test_a_compiled_step_sorts_gathers_and_scatters_again_on_every_call():
+    def f(x, i):
+        loss = ((ad.sort(x, dim=1).values * ad.arange(3.0)).sum() + ad.gather(x, 1, i).sum()
+                + ad.scatter_add(x, 1, i, ad.gather(x, 1, i)).sum() + ad.topk(x, 2).values.sum()
+                + ad.masked_fill(x, x > 0, 0.5).sum() + ad.index_select(x, 1, i[0]).sum())
+        loss.backward()
+        return loss.detach()
+
+    cf = ad.compile(f)
+    i = I([[0, 2], [1, 1]])
+    for k in range(3):      # new values each call: a different order to sort
+        data = np.random.default_rng(k).standard_normal((2, 3)).tolist()
+        x, x2 = T(data, requires_grad=True), T(data, requires_grad=True)
+        assert cf(x, i).item() == f(x2, i).item()
+        np.testing.assert_array_equal(x.grad.numpy(), x2.grad.numpy())
+    assert cf.eager_reason is None

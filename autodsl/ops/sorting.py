@@ -38,6 +38,7 @@ def _stable_argsort(a, axis, descending):
 class Argsort(Op):
     """The int64 indices that sort a along dim (stable)."""
     never_differentiable = True
+    rule = "no gradient: integer positions"
 
     def forward(self, a, dim, descending=False):
         if a.ndim == 0:
@@ -89,6 +90,7 @@ class TopkValues(SortValues):
 
 class _ArgExtreme(Op):
     never_differentiable = True
+    rule = "no gradient: integer positions"
     pick = None
 
     def forward(self, a, dim=None, keepdim=False):
