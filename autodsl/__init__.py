@@ -10,7 +10,7 @@ from autodsl import _pure  # noqa: F401, I001
 from autodsl.core.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from autodsl.core.anomaly import anomaly, detect_anomaly
 from autodsl.core.trace import last_trace, trace
-from autodsl.backend import (DType, float32, float64, get_default_dtype, int64, set_default_dtype)
+from autodsl.backend import (DType, float32, float64, get_default_dtype, int32, int64, set_default_dtype)
 from autodsl.backend import bool_ as bool  # noqa: A001  (the dtype, named as in PyTorch)
 from autodsl.ops.creation import (arange, eye, full, linspace, ones, ones_like, rand, randn, seed, tensor,
                        zeros, zeros_like)
@@ -60,7 +60,7 @@ __all__ = [
     "Tensor", "tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "rand", "randn",
     "arange", "linspace", "eye", "seed",
     # dtypes
-    "DType", "float32", "float64", "int64", "bool", "get_default_dtype", "set_default_dtype",
+    "DType", "float32", "float64", "int32", "int64", "bool", "get_default_dtype", "set_default_dtype",
     # elementwise
     "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "sin", "cos", "tan", "tanh",
     "sigmoid", "relu", "abs", "sign", "clamp", "where", "maximum", "minimum", "clone",

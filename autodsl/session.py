@@ -36,7 +36,7 @@ from autodsl.lang.parser import parse
 
 __all__ = ["Session"]
 
-PREDEFINED = ("inf", "nan", "pi", "float32", "float64", "int64", "bool")
+PREDEFINED = ("inf", "nan", "pi", "float32", "float64", "int32", "int64", "bool")
 
 # deep `^` chains, nested brackets and user recursion (capped at 200 calls) need
 # more Python frames than the default 1000; Python 3.11 frames of Python code
@@ -51,7 +51,7 @@ class UnknownNameError(NameError_, KeyError):
 
 def _predefined() -> dict:
     names: dict[str, Any] = {"inf": math.inf, "nan": math.nan, "pi": math.pi}
-    for dt in ("float32", "float64", "int64", "bool"):
+    for dt in ("float32", "float64", "int32", "int64", "bool"):
         names[dt] = backend.as_dtype(dt)
     return names
 

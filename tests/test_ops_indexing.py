@@ -411,3 +411,27 @@ def test_a_compiled_step_sorts_gathers_and_scatters_again_on_every_call():
         assert cf(x, i).item() == f(x2, i).item()
         np.testing.assert_array_equal(x.grad.numpy(), x2.grad.numpy())
     assert cf.eager_reason is None
+
+
+def test_in_place_forms_write_into_the_tensor_and_record_as_torch():
+    w = T([1.0, 2.0, 3.0], requires_grad=True)
+    v = T(5.0, requires_grad=True)
+    y = w * 2
+    y.masked_fill_(ad.tensor([True, False, False]), v)
+    y.scatter_(0, I([1]), 7.0)
+    y.index_put_((I([2, 2]),), T([1.0, 1.0]), accumulate=True)
+    y.scatter_add_(0, I([0]), w[:1])
+    (y * T([1.0, 2.0, 3.0])).sum().backward()
+    tw = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    tv = torch.tensor(5.0, dtype=torch.float64, requires_grad=True)
+    ty = tw * 2
+    ty.masked_fill_(torch.tensor([True, False, False]), tv)
+    ty.scatter_(0, torch.tensor([1]), 7.0)
+    ty.index_put_((torch.tensor([2, 2]),), torch.tensor([1.0, 1.0], dtype=torch.float64), accumulate=True)
+    ty.scatter_add_(0, torch.tensor([0]), tw[:1])
+    (ty * torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)).sum().backward()
+    same(y, ty)
+    same(w.grad, tw.grad)
+    same(v.grad, tv.grad)
+    with pytest.raises(ad.AutogradError, match="masked_fill_ on a leaf"):
+        w.masked_fill_(w > 0, 0.0)

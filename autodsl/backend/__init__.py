@@ -40,7 +40,7 @@ from autodsl.context import DEFAULT, current, scoped
 from autodsl.errors import DeviceError, DTypeError, ValueError_
 
 __all__ = [
-    "DType", "float32", "float64", "int64", "bool_", "DTYPES", "as_dtype",
+    "DType", "float32", "float64", "int32", "int64", "bool_", "DTYPES", "as_dtype",
     "get_default_dtype", "set_default_dtype", "get_default_device",
     "set_default_device", "defaults", "xp", "check_device", "to_host", "seed",
     "is_floating", "namespace_of", "dtype_of", "device_of", "asarray", "may_share_memory",
@@ -67,7 +67,7 @@ def is_host_array(v) -> bool:
 
 
 class DType:
-    """A tensor element type: ``float32``, ``float64``, ``int64`` or ``bool``.
+    """A tensor element type: ``float32``, ``float64``, ``int32``, ``int64`` or ``bool``.
 
     ``np`` is the NumPy dtype (also CuPy's); ``native_dtype(d, xp)`` gives the
     dtype object of any namespace.
@@ -90,11 +90,12 @@ class DType:
 
 float32 = DType("float32", np.float32)
 float64 = DType("float64", np.float64)
+int32 = DType("int32", np.int32)
 int64 = DType("int64", np.int64)
 bool_ = DType("bool", np.bool_)
-DTYPES = {d.name: d for d in (float32, float64, int64, bool_)}
-# PyTorch's spellings: torch.float is float32, torch.double float64, torch.long int64
-_ALIASES = {"float": float32, "double": float64, "long": int64}
+DTYPES = {d.name: d for d in (float32, float64, int32, int64, bool_)}
+# PyTorch's spellings: torch.float is float32, torch.double float64, torch.int int32, torch.long int64
+_ALIASES = {"float": float32, "double": float64, "int": int32, "long": int64}
 
 # Native dtype objects of every loaded namespace, by id (dtype objects are singletons;
 # keying by id never compares dtypes of different libraries, which strict warns about).
@@ -125,10 +126,15 @@ def as_dtype(spec) -> DType:
             if npd.kind == "f":
                 return float64 if npd.itemsize > 4 else float32
             if npd.kind in "iu":
-                return int64
+                return _int_of(npd)
             if npd.kind == "b":
                 return bool_
     raise DTypeError(f"unknown dtype {spec!r}; use one of {', '.join(DTYPES)}")
+
+
+def _int_of(npd) -> DType:
+    """int32 for NumPy's int32 (as PyTorch keeps it); every other integer type becomes int64."""
+    return int32 if npd.kind == "i" and npd.itemsize == 4 else int64
 
 
 def dtype_of(arr) -> DType:
@@ -152,7 +158,7 @@ def _slow_dtype(native) -> DType:
     if k == "b":
         return bool_
     if k in "iu":
-        return int64
+        return _int_of(native) if isinstance(native, np.dtype) else int64
     if k == "f":
         if isinstance(native, np.dtype):
             return float64 if native.itemsize > 4 else float32

@@ -18,7 +18,7 @@ from autodsl.lang.parser import KEYWORDS
 __all__ = ["AutodslLexer", "BUILTIN_NAMES", "CONSTANTS", "PREDEFINED"]
 
 CONSTANTS = ("true", "false", "none")
-PREDEFINED = ("inf", "nan", "pi", "float32", "float64", "int64", "bool")
+PREDEFINED = ("inf", "nan", "pi", "float32", "float64", "int32", "int64", "bool")
 BUILTIN_NAMES = tuple(sorted((set(core_functions()) | set(LANGUAGE_BUILTINS)) - set(PREDEFINED)))
 _KEYWORDS = tuple(sorted(KEYWORDS - set(CONSTANTS) - {"and", "or", "not"}))
 

@@ -393,7 +393,8 @@ class Tensor:
 
     def _format(self, style: str = "dsl") -> str:
         dt = self.dtype
-        note = dt.name if dt.is_floating and dt is not backend.get_default_dtype() else None
+        # as PyTorch: the dtype is shown unless it is the default float dtype, int64 or bool
+        note = dt.name if (dt.is_floating and dt is not backend.get_default_dtype()) or dt is backend.int32 else None
         return format_tensor_parts(backend.to_host(self._data), dtype_note=note, device=self.device,
                                    grad_fn=None if self.grad_fn is None else self.grad_fn.name,
                                    requires_grad=self._requires_grad, style=style)

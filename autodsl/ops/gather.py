@@ -15,6 +15,7 @@ from autodsl.core.tensor import Tensor, as_tensor
 from autodsl.errors import DTypeError, IndexError_, ShapeError, TypeError_, ValueError_
 from autodsl.ops.elementwise import where
 from autodsl.ops.formula import define
+from autodsl.ops.inplace import inplace
 from autodsl.ops.movement import _dim, _Raw, getitem, index_put
 from autodsl.ops.registry import Op, apply, defop, to_op
 
@@ -319,6 +320,34 @@ def masked_fill(input, mask, value):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError_(f"masked_fill: value must be a number or a 0-d tensor, not {type(value).__name__}")
     return apply(MaskedFill, x, m, number=value)
+
+
+# torch's in-place forms, Tensor methods (ops/methods.py): refused on a leaf that requires grad
+# while recording, as every in-place write is (ops/inplace.py)
+def scatter_(self, dim, index, src=None, value=None, reduce=None):
+    """``x.scatter_(dim, index, src)``: ``scatter`` written into x; returns x."""
+    srcs = (src,) if isinstance(src, Tensor) else ()
+    v = value if value is not None or srcs else src
+    return inplace(lambda t, *s: scatter(t, dim, index, *s, value=v, reduce=reduce), self, *srcs,
+                   what="scatter_")
+
+
+def scatter_add_(self, dim, index, src):
+    """``x.scatter_add_(dim, index, src)``: ``scatter_add`` written into x; returns x."""
+    return inplace(lambda t, s: scatter_add(t, dim, index, s), self, as_tensor(src, like=self),
+                   what="scatter_add_")
+
+
+def masked_fill_(self, mask, value):
+    """``x.masked_fill_(mask, value)``: ``masked_fill`` written into x; returns x."""
+    vs = (value,) if isinstance(value, Tensor) else ()
+    return inplace(lambda t, *v: masked_fill(t, mask, v[0] if v else value), self, *vs, what="masked_fill_")
+
+
+def index_put_(self, indices, values, accumulate=False):
+    """``x.index_put_(indices, values, accumulate=false)``: ``index_put`` written into x; returns x."""
+    return inplace(lambda t, v: index_put(t, indices, v, accumulate=accumulate), self, values,
+                   what="index_put_")
 
 
 # what the formulas above use (Note [one formula], ops/formula.py): reads and zeroed writes at a key

@@ -97,7 +97,9 @@ install({"_refresh_view": refresh_view})     # Note [stale views]: apply() and e
 # gathers, scatters, masks and sorting (ops/gather.py, ops/sorting.py), as torch's Tensor methods
 install({"gather": G.gather, "scatter": G.scatter, "scatter_add": G.scatter_add,
          "index_select": G.index_select, "masked_fill": G.masked_fill, "index_put": M.index_put,
-         "sort": S.sort, "argsort": S.argsort, "topk": S.topk, "argmax": S.argmax, "argmin": S.argmin})
+         "sort": S.sort, "argsort": S.argsort, "topk": S.topk, "argmax": S.argmax, "argmin": S.argmin,
+         "scatter_": G.scatter_, "scatter_add_": G.scatter_add_, "masked_fill_": G.masked_fill_,
+         "index_put_": G.index_put_})
 
 # rounding and integer division (ops/rounding.py): x % y and x // y as Python and PyTorch mean them
 install({

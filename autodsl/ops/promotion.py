@@ -15,10 +15,11 @@ __all__ = ["promoted", "fast_pair", "to_tensors", "result_dtype"]
 
 # Note [type promotion]
 # PyTorch ranks operands in three tiers: tensors with dims, 0-d tensors, and
-# plain numbers. Within a tier dtypes promote as usual (bool < int64 < float32
-# < float64); a lower tier only matters when it brings a higher category
+# plain numbers. Within a tier dtypes promote as usual (bool < int32 < int64 <
+# float32 < float64); a lower tier only matters when it brings a higher category
 # (bool < integer < floating). So float32 * 2.5, float32 * tensor(2.5) and
-# int64 + float32 are all float32, and int64 * 2.5 has the default float dtype.
+# int64 + float32 are all float32, int32 + 5 is int32, and int64 * 2.5 has the
+# default float dtype.
 
 def _category(d) -> int:
     return 2 if d.is_floating else (0 if d is backend.bool_ else 1)
@@ -32,7 +33,7 @@ def _promote(a, b):
     ca, cb = _category(a), _category(b)
     if ca != cb:
         return a if ca > cb else b
-    return backend.float64 if ca == 2 else a    # float32+float64; int64 is the only integer dtype
+    return backend.float64 if ca == 2 else backend.int64    # float32+float64, int32+int64
 
 
 def _combine(higher, lower):
