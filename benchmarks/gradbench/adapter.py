@@ -71,10 +71,8 @@ class Module:
         """The response fields of one evaluation: success, output and timings."""
         fn = self.function(function)
         args = self.convert.prepare(function, input)
-        if isinstance(input, dict) and "min_runs" in input:
-            min_runs, min_seconds = input["min_runs"], input["min_seconds"]
-        else:
-            min_runs, min_seconds = 1, 0.0
+        runs = input if isinstance(input, dict) else {}
+        min_runs, min_seconds = int(runs.get("min_runs", 1)), float(runs.get("min_seconds", 0.0))
         timings = []
         elapsed = 0.0
         with self.session.context():
