@@ -10,7 +10,7 @@ from __future__ import annotations
 from autodsl import backend
 from autodsl.ops.registry import install, to_op
 
-__all__ = ["to_float", "to_double", "to_int", "to_long", "to_bool"]
+__all__ = ["to_bool", "to_double", "to_float", "to_int", "to_long"]
 
 
 def to_float(self):
