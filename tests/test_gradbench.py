@@ -179,3 +179,25 @@ def test_gmm_objective_against_gradbench_naive_posterior():
                     vals.append(_evaluate(tool, "gmm", "objective", inp | {name: shaped}))
                 fd.append((vals[0] - vals[1]) / (2 * eps))
             np.testing.assert_allclose(np.ravel(grads[name]), fd, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("layers,chars", [(1, 6), (2, 9), (3, 4)])
+def test_lstm_against_gradbench_pytorch_objective(layers, chars):
+    torch = pytest.importorskip("torch")
+    ref = pytest.importorskip("gradbench.tools.pytorch.lstm_objective")
+    rng = np.random.default_rng(layers * 10 + chars)
+    b = 5
+    inp = {"main_params": rng.random((2 * layers, 4 * b)), "extra_params": rng.random((3, b)),
+           "state": rng.random((2 * layers, b)),
+           "sequence": rng.integers(0, 2, size=(chars, b)).astype(float)}
+    params = [torch.tensor(inp[k], dtype=torch.float64, requires_grad=True)
+              for k in ("main_params", "extra_params")]
+    loss = ref.lstm_objective(*params, torch.tensor(inp["state"]), torch.tensor(inp["sequence"]))
+    loss.backward()
+    tool = Tool()
+    assert tool.handle({"id": 0, "kind": "define", "module": "lstm"})["success"]
+    as_json = {k: v.tolist() for k, v in inp.items()}
+    np.testing.assert_allclose(_evaluate(tool, "lstm", "objective", as_json), loss.item(), rtol=1e-13)
+    np.testing.assert_allclose(_evaluate(tool, "lstm", "jacobian", as_json),
+                               np.concatenate([p.grad.numpy().ravel() for p in params]),
+                               rtol=1e-11, atol=1e-14)
