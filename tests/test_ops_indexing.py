@@ -435,3 +435,12 @@ def test_in_place_forms_write_into_the_tensor_and_record_as_torch():
     same(v.grad, tv.grad)
     with pytest.raises(ad.AutogradError, match="masked_fill_ on a leaf"):
         w.masked_fill_(w > 0, 0.0)
+
+
+def test_an_integer_dim_out_of_range_says_how_to_write_the_elementwise_form():
+    with pytest.raises(ad.IndexError_, match=r"for the elementwise maximum write max\(x, 1.0\)"):
+        ad.max(T([1.0, 2.0]), 1)
+    with pytest.raises(IndexError):
+        torch.max(torch.tensor([1.0, 2.0]), 1)
+    with pytest.raises(ad.IndexError_, match=r"min\(x, 3.0\)"):
+        ad.Session().run("x = tensor([1.0, -2.0])\nmin(x, 3)")

@@ -220,14 +220,21 @@ class ExtremeDim(Op):
         return (grad.reshape(self.in_shape),)
 
 
-def _extreme_dim(pick, input, dim, keepdim):
+def _extreme_dim(pick, input, dim, keepdim, as_dim=False):
     x = as_tensor(input)
     if isinstance(dim, (list, tuple)):
         raise TypeError_(f"{pick}(x, dim=...) takes one dim; use amax/amin to reduce several")
     a = x._data
     xp = namespace_of(a)
     src = xp.reshape(a, (1,)) if a.ndim == 0 else a
-    d = _axes(dim, src.ndim)[0]
+    try:
+        d = _axes(dim, src.ndim)[0]
+    except IndexError_ as e:
+        if not as_dim:
+            raise
+        # max(x, 1) meant as the elementwise max of x and 1 before integers became dims
+        raise IndexError_(f"{e.args[0]}; {pick}(x, {dim}) with an integer reduces over dim {dim}, as "
+                          f"in PyTorch: for the elementwise {pick}imum write {pick}(x, {float(dim)})") from None
     if a.size == 0:
         empty_reduction(pick, a.shape, (d,), dim)
     idx = (xp.argmax if pick == "max" else xp.argmin)(src, axis=d, keepdims=True)   # first extreme
@@ -459,13 +466,14 @@ def max(input, other=None, dim=None, keepdim=False):
     (RuntimeError_); reducing dims of nonzero size of an empty tensor gives an empty result.
     Example: ``max(x)``, ``x.max(dim=1)[0]``, ``max(x, 1).indices``, ``max(x, 0.0)``
     """
+    as_dim = isinstance(other, int) and not isinstance(other, bool)
     other, dim, keepdim = _dim_as_other("max", other, dim, keepdim)
     if other is not None:
         if dim is not None:
             raise TypeError_("max(a, b) is elementwise and takes no dim; use max(a, dim=...) to reduce")
         return maximum(input, other)
     if dim is not None:
-        return _extreme_dim("max", input, dim, keepdim)
+        return _extreme_dim("max", input, dim, keepdim, as_dim)
     if isinstance(input, Tensor) and input._data.size == 0:
         empty_reduction("max", input.shape, (), None)
     return amax(input, keepdim=keepdim)
@@ -477,13 +485,14 @@ def min(input, other=None, dim=None, keepdim=False):
     in half); an integer second argument is a dim, as for ``max``.
     Example: ``x.min()``, ``x.min(dim=0).values``, ``min(x, 1)``
     """
+    as_dim = isinstance(other, int) and not isinstance(other, bool)
     other, dim, keepdim = _dim_as_other("min", other, dim, keepdim)
     if other is not None:
         if dim is not None:
             raise TypeError_("min(a, b) is elementwise and takes no dim; use min(a, dim=...) to reduce")
         return minimum(input, other)
     if dim is not None:
-        return _extreme_dim("min", input, dim, keepdim)
+        return _extreme_dim("min", input, dim, keepdim, as_dim)
     if isinstance(input, Tensor) and input._data.size == 0:
         empty_reduction("min", input.shape, (), None)
     return amin(input, keepdim=keepdim)
