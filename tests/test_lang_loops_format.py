@@ -431,6 +431,8 @@ def test_string_plus_number_or_tensor_is_refused_with_the_fstring_form():
     ("for i in range(2) { }\nelse { 1 }", "`else` after a `for` loop is not part of the language", (2, 1, 5)),
     ("while false { 1 } else { 2 }", "`else` after a `while` loop is not part of the language", (1, 19, 23)),
     ("if true { 1 } elif false { 2 }", "there is no `elif`: write `else if cond { ... }`", (1, 15, 19)),
+    ("xs = [i^2 for i in range(3)]", ("there are no comprehensions (`[f(x) for x in xs]`): fill a list in "
+                                      "a `for` loop"), (1, 11, 14)),
     ("import numpy as np", "there is no `import`: the built-ins (tensor, zeros, exp, ...) are always there",
      (1, 1, 7)),
     ("with no_grad():\n  1", "there is no `with`: write `no_grad { ... }`", (1, 1, 5)),

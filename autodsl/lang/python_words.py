@@ -2,7 +2,7 @@
 
 ``syntax_hint`` is asked by the parser before it reports an unexpected token, so
 that ``if x > 0:``, ``lambda x: ...``, ``a if c else b``, ``elif``, ``else`` after
-a loop, ``import`` and ``with`` get one sentence naming the language's form
+a loop, comprehensions, ``import`` and ``with`` get one sentence naming the language's form
 rather than "unexpected name". ``NAME_HINTS`` are for words that parse as names
 (``pass``, ``None``): the interpreter uses them when such a name is not defined.
 """
@@ -72,6 +72,9 @@ def syntax_hint(tok, before, expected):
     if tok.type == "IF" and prev is not None and prev.type not in _STMT_START:
         return ("there is no `a if c else b` expression: write `if c { y = a } else { y = b }`, or "
                 "`where(c, a, b)` for tensors"), tok, tok
+    if tok.type == "FOR" and prev is not None and prev.type not in _STMT_START:
+        return ("there are no comprehensions (`[f(x) for x in xs]`): fill a list in a `for` loop, or "
+                "compute on a whole tensor at once (`f(xs)`, `arange(n)`)"), tok, tok
     if tok.type == "ELSE" and prev is not None and prev.type == "RBRACE":
         owner = _block_owner(before)
         if owner is not None and owner.type in ("FOR", "WHILE"):
