@@ -139,8 +139,9 @@ def test_included_files_paths_start_at_their_directory(tmp_path, monkeypatch):
 
 def test_include_errors(tmp_path):
     s, _ = session(base_dir=tmp_path)
-    with pytest.raises(ValueError_, match='include\\(\\): there is no file ".*nope.ad"'):
-        s.run('include("nope.ad")')
+    with pytest.raises(ValueError_, match='include\\(\\): there is no file ".*nope.ad"') as e:
+        s.run('x = 1\ninclude("nope.ad")')
+    assert (e.value.file, e.value.line, e.value.column) == ("<string>", 2, 1)
     with pytest.raises(TypeError_, match="the path must be a file name in quotes"):
         s.run("include(1)")
     (tmp_path / "x.ad").write_text("y = 1\n")
@@ -192,6 +193,10 @@ def test_cli_set(tmp_path):
     assert p.stdout == "2000 1.0 abc true\n"
     p = cli("--set", "N=3", "-c", "N ^ 2", cwd=tmp_path)
     assert (p.returncode, p.stdout) == (0, "9\n")
+    # several files share the names; a script may rebind one
+    (tmp_path / "second.ad").write_text("N = N + 1\nprint(N)\n")
+    p = cli("second.ad", "second.ad", "--set", "N=1", cwd=tmp_path)
+    assert (p.returncode, p.stdout) == (0, "2\n3\n")
 
 
 def test_cli_set_usage_errors(tmp_path):
