@@ -365,3 +365,16 @@ def test_language_errors_name_the_attribute():
         s.run("opt.foo")
     assert s.run("opt.momentum") == 0.0
     assert s.run("opt.lr") == 0.1
+
+
+def test_the_repl_completes_an_optimizers_attributes():
+    from prompt_toolkit.document import Document
+
+    from autodsl.cli.complete import AutodslCompleter
+    from autodsl.tools.optim import Adam
+    s = ad.Session(out=io.StringIO())
+    s.run("w = tensor([1.0], requires_grad=true)\nopt = adam([w], lr=0.1)")
+    c = AutodslCompleter(lambda: s, list, registry=ad.REGISTRY)
+    got = {x.text: x.display_meta_text for x in c.get_completions(Document("opt.", 4), None)}
+    assert set(got) == set(Adam.LANG_ATTRIBUTES)
+    assert got["lr"] == "attribute" and got["step"].startswith("One Adam update")

@@ -247,6 +247,10 @@ class AutodslCompleter(Completer):
         if after_grad_fn or (value is not None and not isinstance(value, Tensor)
                              and hasattr(value, "next_functions")):
             names = {n: "graph node attribute" for n in NODE_ATTRIBUTES}
+        elif value is not None and getattr(type(value), "LANG_ATTRIBUTES", None) is not None:
+            # a result type or an optimizer: what a script may reach on it (interpreter.getattr)
+            names = {n: "method" if callable(getattr(value, n, None)) else "attribute"
+                     for n in type(value).LANG_ATTRIBUTES}
         elif obj_text.rstrip() and obj_text.rstrip()[-1].isdigit() and not m:
             return
         else:
@@ -255,7 +259,7 @@ class AutodslCompleter(Completer):
         for n in self._matching(word, names):
             meta = names[n]
             if meta == "method":
-                doc = one_line_doc(getattr(Tensor, n, None))
+                doc = one_line_doc(getattr(Tensor if isinstance(value, Tensor) or value is None else value, n, None))
                 meta = doc or meta
             yield Completion(n, -len(word), display_meta=meta)
 

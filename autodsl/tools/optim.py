@@ -121,9 +121,10 @@ class Optimizer:
         return self._lrs[(p.dtype, p.device)]
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Clear every parameter's ``.grad``: set it to none (``set_to_none=true``, PyTorch 2's
-        default), or fill it with zeros in place (``set_to_none=false``).
-        Example: ``opt.zero_grad()``"""
+        """Clear every parameter's ``.grad`` (to none, as PyTorch 2 does by default).
+
+        ``set_to_none=true``: each ``.grad`` becomes none; ``set_to_none=false``: each is filled
+        with zeros in place (the same tensor stays). Example: ``opt.zero_grad()``"""
         for p in self._params:
             if set_to_none:
                 p.grad = None
@@ -182,7 +183,8 @@ class SGD(Optimizer):
         return st
 
     def step(self) -> None:
-        """One update of every parameter that has a ``.grad`` (the others are left alone):
+        """One SGD update of every parameter that has a ``.grad`` (the others are left alone).
+
         ``p -= lr * g`` where ``g`` is the gradient plus ``weight_decay * p``, or with momentum
         ``buf = momentum * buf + (1 - dampening) * g`` (``buf = g`` on the first step) and ``g =
         buf`` (Nesterov: ``g + momentum * buf``). Example: ``opt.step()``"""
@@ -252,11 +254,13 @@ class Adam(Optimizer):
         return st
 
     def step(self) -> None:
-        """One update of every parameter that has a ``.grad``: with ``g`` the gradient plus
-        ``weight_decay * p`` and ``t`` the step count, ``m = beta1 * m + (1 - beta1) * g``,
-        ``v = beta2 * v + (1 - beta2) * g^2`` (AMSGrad: the running maximum of v), and
-        ``p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)``, computed in the
-        order torch's single-tensor Adam computes it. Example: ``opt.step()``"""
+        """One Adam update of every parameter that has a ``.grad`` (the others are left alone).
+
+        With ``g`` the gradient plus ``weight_decay * p`` and ``t`` the step count,
+        ``m = beta1 * m + (1 - beta1) * g``, ``v = beta2 * v + (1 - beta2) * g^2`` (AMSGrad:
+        the running maximum of v), and ``p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 -
+        beta2^t) + eps)``, computed in the order torch's single-tensor Adam computes it.
+        Example: ``opt.step()``"""
         b1, b2 = self.betas
         w = 1 - b1
         with no_grad():
