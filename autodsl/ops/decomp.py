@@ -164,7 +164,7 @@ class Solve(Op):
         self.save_for_backward(self.inputs[0])
         return _solve_arrays(a, b)
 
-    rule = ("-solve(A^T, grad) @ X^T", "solve(A^T, grad)")
+    rule = "B's grad: solve(A^T, grad); A's: -solve(A^T, grad) @ X^T, X the output"
 
     def formula(self, F, g, a, x):      # X = A^{-1}B: dX = A^{-1}(dB - dA·X)
         gb = F.solve(F.mT(a), g)
