@@ -146,6 +146,13 @@ def test_remainder_has_the_divisor_s_sign_and_torch_s_gradients():
     _same(b.grad, bt.grad)          # -floor(a / b) * grad, also at the jump a / b = 2
 
 
+def test_a_zero_remainder_has_the_dividend_s_sign_as_torch():
+    a, b = [-6.0, 6.0, -0.0, 0.0, 6.0, -6.0, -7.5], [3.0, 3.0, 3.0, -3.0, -3.0, -3.0, 2.5]
+    got, want = ad.remainder(_a(a), _a(b)).numpy(), torch.remainder(_t(a), _t(b)).numpy()
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
 def test_remainder_second_order_against_torch():
     a_v, b_v = [[1.3, -2.2], [0.4, 2.9]], [0.7, -1.1]
     a, b = _a(a_v, requires_grad=True), _a(b_v, requires_grad=True)

@@ -106,7 +106,11 @@ class Remainder(Op):
         _no_integer_zero("remainder", a, b)
         if self._record and self.needs_input_grad[1]:
             self.save_for_backward(*self.inputs)
-        return _xp(a).remainder(a, b)
+        xp = _xp(a)
+        out = xp.remainder(a, b)
+        if kind_of(out.dtype) == "f":       # torch: a zero result has a's sign (fmod's), NumPy gives b's
+            out = xp.where(out == 0, xp.copysign(out, a), out)
+        return out
 
     # floor(a / b) is (a - out) / b: the same number, in names the trace can fill in
     rule = ("grad", "-grad * (a - out) / b")
