@@ -444,3 +444,16 @@ def test_an_integer_dim_out_of_range_says_how_to_write_the_elementwise_form():
         torch.max(torch.tensor([1.0, 2.0]), 1)
     with pytest.raises(ad.IndexError_, match=r"min\(x, 3.0\)"):
         ad.Session().run("x = tensor([1.0, -2.0])\nmin(x, 3)")
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_min_over_a_dim_with_nan_and_integers_match_torch(name):
+    for data in ([[1.0, NAN, 3.0], [NAN, NAN, 0.0], [2.0, 2.0, -1.0]], [[1, 5, 5], [0, -3, 0]]):
+        dt = ad.float64 if isinstance(data[0][0], float) else ad.int64
+        x = T(data, dtype=dt)
+        t = torch.tensor(data, dtype=torch.float64 if dt is ad.float64 else torch.int64)
+        for d in (0, 1):
+            v, i = getattr(ad, name)(x, d)
+            tv, ti = getattr(torch, name)(t, d)
+            same(v, tv)
+            same(i, ti)
