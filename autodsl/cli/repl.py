@@ -76,8 +76,10 @@ statements end at a newline or `;`; `#` starts a comment
   x[0] = 3;  x += 1                              in-place writes
   def f(a, b=2) { return a*b }                   functions
   for i in range(10) { ... }                     loops over range(n), lists and tensors
+  while loss > 0.01 { ... }                      loops while a condition holds; break, continue
   if c { ... } else { ... }                      branches;  no_grad { ... } turns autograd off
-operators, tightest first: call/attribute/index, ^ (right-assoc), unary -, * / @, + -, comparisons
+  print(f"loss {loss:.4f} at {i}")               f-strings: {expr} or {expr:format spec}
+operators, tightest first: call/attribute/index, ^ (right-assoc), unary -, * / // % @, + -, comparisons
 a bare expression prints its value; see docs/language.md for everything""",
     "autograd": """\
 leaves are tensors you made; only leaves that require grad get .grad (or retain_grad())
