@@ -233,6 +233,13 @@ def test_cumulative_dtypes_0d_and_dim_errors_as_torch(name):
     _same(f(_a([1.5, 2.0], dtype=ad.float32), 0), ft(_t([1.5, 2.0], dtype=torch.float32), 0))
     _same(f(_a(np.zeros((2, 0)).tolist()), 1), ft(_t(np.zeros((2, 0)).tolist()), 1))
     _same(getattr(_a([1.0, 2.0, 3.0]), name)(0), getattr(_t([1.0, 2.0, 3.0]), name)(0))
+    _same(f(_a([3, -1, 2], dtype=ad.int64), 0, dtype=ad.float64), ft(_t([3, -1, 2], dtype=torch.int64), 0,
+                                                                     dtype=torch.float64))
+    x32 = _a([1.5, 2.0], dtype=ad.float32, requires_grad=True)
+    y = f(x32, 0, dtype=ad.float64)
+    assert y.dtype is ad.float64
+    y.sum().backward()
+    assert x32.grad.dtype is ad.float32
     with pytest.raises(IndexError):
         ft(_t([1.0, 2.0]), 1)
     with pytest.raises(ad.IndexError_, match="out of range"):

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from autodsl import backend
 from autodsl.backend import kind_of, namespace_of
-from autodsl.core.tensor import Tensor
+from autodsl.core.tensor import Tensor, as_tensor
 from autodsl.errors import IndexError_, TypeError_
 from autodsl.ops.creation import ones_like
 from autodsl.ops.elementwise import where
 from autodsl.ops.movement import cat, transpose, unsqueeze
 from autodsl.ops.reduce import sum as _sum
-from autodsl.ops.registry import Op, apply, defop
+from autodsl.ops.registry import Op, apply, defop, to_op
 
 __all__ = ["cumprod", "cumsum"]
 
@@ -102,14 +102,20 @@ def _cumprod_grad_with_zeros(x, out, g, d):
     return transpose(before * inner, d, -1)
 
 
-def cumsum(input, dim):
+def _as(input, dtype):
+    """torch's ``dtype=``: the input converted first (recorded, so a floating input keeps its gradient)."""
+    return input if dtype is None else to_op(as_tensor(input), dtype=dtype)
+
+
+def cumsum(input, dim, dtype=None):
     """Running sums along ``dim``: ``cumsum(tensor([1, 2, 3]), 0)`` is ``[1, 3, 6]``. Bools and
-    integers sum in int64. The gradient is grad summed from the end. Example: ``cumsum(x, dim=0)``"""
-    return apply(Cumsum, input, dim=dim)
+    integers sum in int64; ``dtype=`` converts the input first. The gradient is grad summed from
+    the end. Example: ``cumsum(x, dim=0)``"""
+    return apply(Cumsum, _as(input, dtype), dim=dim)
 
 
-def cumprod(input, dim):
-    """Running products along ``dim``: ``cumprod(tensor([1, 2, 3]), 0)`` is ``[1, 2, 6]``. The
-    gradient is PyTorch's, also where the input has zeros (the products of the other elements).
-    Example: ``cumprod(x, dim=0)``"""
-    return apply(Cumprod, input, dim=dim)
+def cumprod(input, dim, dtype=None):
+    """Running products along ``dim``: ``cumprod(tensor([1, 2, 3]), 0)`` is ``[1, 2, 6]``;
+    ``dtype=`` converts the input first. The gradient is PyTorch's, also where the input has
+    zeros (the products of the other elements). Example: ``cumprod(x, dim=0)``"""
+    return apply(Cumprod, _as(input, dtype), dim=dim)
