@@ -457,3 +457,15 @@ def test_empty_blocks_and_else_after_if_still_work():
     assert ev("if true { } else { }\nfor i in range(2) { }\nwhile false { }\n1") == 1
     assert ev("x = 0\nif x > 1 { x = 1 }\nelse { x = 2 }\nx") == 2
     assert ev("pass = 4; pass") == 4               # a name like any other once it is bound
+
+
+def test_the_highlighter_knows_the_new_words_and_operators():
+    from pygments.token import Keyword, Name, Operator, String
+
+    from autodsl.cli.lexer import AutodslLexer
+    tokens = [(t, v) for t, v in AutodslLexer().get_tokens('while n // 2 %= 1 { break }; f"a {b}"; int32')
+              if v.strip()]
+    assert (Keyword, "while") in tokens and (Keyword, "break") in tokens
+    assert (Operator, "//") in tokens and (Operator, "%=") in tokens
+    assert (String.Double, 'f"a {b}"') in tokens
+    assert (Name.Builtin.Pseudo, "int32") in tokens
