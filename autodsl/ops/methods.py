@@ -42,7 +42,7 @@ def _mT(self):
 
 def _to(self, device=None, dtype=None):
     """``x.to("cuda")``, ``x.to(float32)``, ``x.to(device=..., dtype=...)``, as in PyTorch."""
-    if dtype is None and (isinstance(device, DType) or device in ("float32", "float64", "int64", "bool")):
+    if dtype is None and (isinstance(device, DType) or device in ("float32", "float64", "int32", "int64", "bool")):
         device, dtype = None, device
     return to_op(self, device=device, dtype=dtype)
 
