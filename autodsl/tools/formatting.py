@@ -55,8 +55,8 @@ def format(value, format_spec: str = "") -> str:
         n = value.numel()
         if n != 1:
             raise TypeError_(f"the format spec `{format_spec}` needs a number, but this tensor has {n} "
-                             f"elements (shape {tuple(value.shape)}): index it (`x[0]`) or reduce it "
-                             "(`x.sum()`) first, or leave the spec out to show the whole tensor")
+                             f"elements (shape {tuple(value.shape)}): index it (`x[0]`, `x[0].item()`) or reduce "
+                             "it (`x.sum()`) to one element first, or leave the spec out to show the whole tensor")
         number = value.item()
         what = f"a one-element {value.dtype} tensor"
     elif isinstance(value, (bool, int, float, str)):
