@@ -274,6 +274,20 @@ def test_cumprod_gradients_with_zeros_first_and_second_order_as_torch(values):
         np.testing.assert_allclose(h.numpy(), ht.numpy(), rtol=1e-12, atol=1e-15)
 
 
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_cumprod_plain_backward_with_zeros_as_torch(dim):
+    """Without create_graph the gradient is computed on arrays in O(n) (as torch does then)."""
+    v = np.array([CUMPROD_ZEROS[i % len(CUMPROD_ZEROS)] for i in range(6)]).reshape(2, 3, 5)
+    v[1, 2] = [0.5, 1.5, -2.0, 0.25, 3.0]            # a row without zeros next to rows with them
+    x, xt = _a(v.tolist(), requires_grad=True), _t(v.tolist(), requires_grad=True)
+    g = (np.arange(30.0).reshape(2, 3, 5) / 11 - 1).tolist()
+    ad.cumprod(x, dim).backward(_a(g))
+    torch.cumprod(xt, dim).backward(_t(g))
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-12, atol=1e-15)
+    (gc,) = ad.grad(ad.cumprod(x, dim), [x], grad_outputs=[_a(g)], create_graph=True)
+    np.testing.assert_allclose(gc.detach().numpy(), x.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
 def test_cumsum_gradient_is_the_reversed_cumsum():
     x, xt = _a([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True), _t([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]],
                                                                        requires_grad=True)

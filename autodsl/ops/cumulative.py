@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from autodsl import backend
 from autodsl.backend import kind_of, namespace_of
+from autodsl.core.grad_mode import is_grad_enabled
 from autodsl.core.tensor import Tensor, as_tensor
 from autodsl.errors import IndexError_, TypeError_
 from autodsl.ops.creation import ones_like
@@ -82,7 +83,9 @@ class Cumprod(Op):
         if not _xp(x._data).any(x._data == 0):
             # d out_j / d x_i = out_j / x_i for j >= i
             return (apply(Cumsum, g * out, dim=d, reverse=True) / x,)
-        return (_cumprod_grad_with_zeros(x, out, g, d),)
+        if is_grad_enabled():       # create_graph: with ops, to be differentiated again
+            return (_cumprod_grad_with_zeros(x, out, g, d),)
+        return (Tensor(_cumprod_grad_with_zeros_arrays(x._data, out._data, g._data, d), _device=x.device),)
 
 
 def _cumprod_grad_with_zeros(x, out, g, d):
@@ -105,6 +108,28 @@ def _cumprod_grad_with_zeros(x, out, g, d):
 def _as(input, dtype):
     """torch's ``dtype=``: the input converted first (recorded, so a floating input keeps its gradient)."""
     return input if dtype is None else to_op(as_tensor(input), dtype=dtype)
+
+
+def _cumprod_grad_with_zeros_arrays(x, out, g, d):
+    """The same gradient on arrays in O(n), as torch's cumprod_backward without create_graph. With
+    k the first zero of a row: for i < k it is the zero-free formula (the terms j >= k are 0);
+    for i = k, prod_{m < k} x_m * (g_k + sum_{j > k} g_j prod_{k < m <= j} x_m); for i > k, 0
+    (every product it sums has x_k in it)."""
+    xp = _xp(x)
+    x, out, g = (xp.moveaxis(a, d, -1) for a in (x, out, g))
+    n = x.shape[-1]
+    idx = xp.arange(n)
+    zero = x == 0
+    k = xp.where(xp.any(zero, axis=-1), xp.argmax(xp.astype(zero, xp.int8), axis=-1), n)[..., None]
+    before, at = idx < k, idx == k
+    one = xp.ones((), dtype=x.dtype)
+    rev = xp.flip(xp.cumulative_sum(xp.flip(g * out, axis=-1), axis=-1), axis=-1)
+    part1 = xp.where(before, rev / xp.where(before, x, one), backend.zero_of(x))
+    after = xp.cumulative_prod(xp.where(idx > k, x, one), axis=-1)      # prod_{k < m <= j} x_m
+    s = xp.sum(xp.where(idx >= k, g * after, backend.zero_of(x)), axis=-1, keepdims=True)
+    left = xp.sum(xp.where(idx == k - 1, out, backend.zero_of(x)), axis=-1, keepdims=True)
+    left = xp.where(k == 0, one, left)                                  # prod_{m < k} x_m
+    return xp.moveaxis(part1 + xp.where(at, left * s, backend.zero_of(x)), -1, d)
 
 
 def cumsum(input, dim, dtype=None):
