@@ -201,3 +201,30 @@ def test_lstm_against_gradbench_pytorch_objective(layers, chars):
     np.testing.assert_allclose(_evaluate(tool, "lstm", "jacobian", as_json),
                                np.concatenate([p.grad.numpy().ravel() for p in params]),
                                rtol=1e-11, atol=1e-14)
+
+
+def test_table_parses_run_sh_lines_and_replaces_only_its_section(tmp_path):
+    from benchmarks.gradbench import table
+    out = ("primal       n=16                          0.288 ms  valid\n"
+           "square                                        0.9 ms  valid\n"
+           "square                                        0.5 ms  INVALID wrong\n"
+           "gradient     n=16                     FAILED ['boom']\n"
+           "2 valid, 1 invalid, 1 failed\n")
+    run = table.parse("autodsl", out)
+    assert run.rows == {("primal", "n=16"): (0.288, "valid"), ("square", ""): (0.9, "valid"),
+                        ("square", "#2"): (0.5, "INVALID"), ("gradient", "n=16"): (None, "FAILED")}
+    assert run.summary == "2 valid, 1 invalid, 1 failed"
+    ref = table.parse("pytorch", "primal       n=16                          0.144 ms  valid\n")
+    block = table.section({"lse": (run, ref)}, [], "")
+    assert "| primal | n=16 | 0.288 | 0.144 | 2 | valid |" in block
+    path = tmp_path / "RESULTS.md"
+    path.write_text("# top\n\n<!-- cpu-results:begin -->\nkept\n<!-- cpu-results:end -->\n")
+    table.write_section(block, path)
+    table.write_section(block.replace("0.288", "0.3"), path)       # a rerun replaces it
+    text = path.read_text()
+    assert text.startswith("# top\n\n<!-- cpu-results:begin -->\nkept\n<!-- cpu-results:end -->")
+    assert text.count(table.BEGIN) == 1 and "| 0.3 |" in text and "0.288" not in text
+    # a rerun of one eval keeps the other evals' subsections
+    other = table.section({"kmeans": (run, ref)}, [], "")
+    merged = table._merge(text, other)
+    assert "### lse" in merged and "### kmeans" in merged and merged.count(table.END) == 1

@@ -30,6 +30,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.results import machine
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 GRADBENCH = Path(os.environ.get("GRADBENCH_DIR", ROOT.parent / "shared" / "gradbench"))
@@ -118,8 +120,7 @@ def _ms(v) -> str:
 def section(results: dict, eval_args: list[str], note: str) -> str:
     """The RESULTS.md section, markers included, for {eval: (autodsl Run, reference Run or None)}."""
     lines = [BEGIN, f"## GradBench evals ({datetime.date.today().isoformat()})", "",
-             (f"- Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
-             f"Python {platform.python_version()}"),
+             f"- Machine: {machine()}; Python {platform.python_version()}",
              f"- Command: `python -m benchmarks.gradbench.table {' '.join(results)}"
              + (f" --eval-args {shlex.quote(' '.join(eval_args))}`" if eval_args else "`"),
              ("- Each cell is the tool's median ms per evaluation as GradBench's run.sh prints it "
@@ -128,7 +129,10 @@ def section(results: dict, eval_args: list[str], note: str) -> str:
              ("- References: GradBench's own PyTorch tool (eager) and JAX tool (jit: the first call "
              "of each evaluation compiles, and is one of the runs the median is taken over; where "
              "it alone takes over the minimum seconds it is the only run, so JAX's cell is its "
-             "compile time).")]
+             "compile time; and JAX dispatches asynchronously while the tool's timed region does "
+             "not wait for the result, so its other cells can be the dispatch alone)."),
+             ("- A size column's `#2`, `#3`, ...: the same function and size evaluated again "
+              "(hello's four rounds).")]
     if note:
         lines.append(f"- {note}")
     lines.append("")
