@@ -13,7 +13,12 @@ their ratio, is printed and written into benchmarks/RESULTS.md between the gradb
 markers (a rerun replaces that section; the rest of the file is left alone).
 
 Every tool runs with one math thread (OMP_NUM_THREADS=1 and friends, as
-`python -m benchmarks` does for autodsl; GradBench's JAX tool pins itself to one CPU).
+`python -m benchmarks` does for autodsl; GradBench's JAX tool pins itself to one CPU),
+and, unless --plain-malloc, with glibc told to keep freed memory for reuse
+(MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ high): by default every array of more
+than a few MB is fresh pages from the kernel, and on a virtual machine faulting those in can
+cost more than the arithmetic on them (10x and more, varying from run to run), for every tool
+alike.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ BEGIN, END = "<!-- gradbench:begin -->", "<!-- gradbench:end -->"
 EVAL_ORDER = ("hello", "lse", "llsq", "gmm", "kmeans", "lstm", "ode", "det", "ba", "particle", "saddle")
 REFERENCE = {"hello": "pytorch", "lse": "pytorch", "gmm": "pytorch", "kmeans": "pytorch",
              "lstm": "pytorch", "ba": "pytorch", "llsq": "jax", "ode": "jax"}
+MALLOC_VARS = {"MALLOC_MMAP_THRESHOLD_": str(2**32), "MALLOC_TRIM_THRESHOLD_": str(2**34)}
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
 
@@ -94,10 +100,12 @@ def tool_command(tool: str) -> str:
     return f"{shlex.quote(python)} {shlex.quote(str(script))}"
 
 
-def run_eval(name: str, tool: str, eval_args: list[str], timeout: float) -> Run:
+def run_eval(name: str, tool: str, eval_args: list[str], timeout: float, malloc: bool = True) -> Run:
     env = dict(os.environ)
     env.setdefault("GRADBENCH_PYTHON", sys.executable)
     env.update({v: "1" for v in THREAD_VARS})
+    if malloc:
+        env.update(MALLOC_VARS)
     cmd = [str(GRADBENCH / "run.sh"), name, tool_command(tool), *eval_args]
     start = time.perf_counter()
     try:
@@ -117,7 +125,7 @@ def _ms(v) -> str:
     return "—" if v is None else f"{v:.3g}" if v < 100 else f"{v:.0f}"
 
 
-def section(results: dict, eval_args: list[str], note: str) -> str:
+def section(results: dict, eval_args: list[str], note: str, malloc: bool = True) -> str:
     """The RESULTS.md section, markers included, for {eval: (autodsl Run, reference Run or None)}."""
     lines = [BEGIN, f"## GradBench evals ({datetime.date.today().isoformat()})", "",
              f"- Machine: {machine()}; Python {platform.python_version()}",
@@ -125,7 +133,9 @@ def section(results: dict, eval_args: list[str], note: str) -> str:
              + (f" --eval-args {shlex.quote(' '.join(eval_args))}`" if eval_args else "`"),
              ("- Each cell is the tool's median ms per evaluation as GradBench's run.sh prints it "
              "(each evaluation repeated for at least 1 run and 1 s, the evals' defaults); "
-             "ratio = autodsl / reference; every tool with one math thread."),
+             "ratio = autodsl / reference; every tool with one math thread"
+             + (", and glibc keeping freed memory for reuse (" + ", ".join(f"{k}={v}" for k, v in MALLOC_VARS.items())
+                + "; see table.py)." if malloc else ", glibc's malloc as it comes (--plain-malloc).")),
              ("- References: GradBench's own PyTorch tool (eager) and JAX tool (jit: the first call "
              "of each evaluation compiles, and is one of the runs the median is taken over; where "
              "it alone takes over the minimum seconds it is the only run, so JAX's cell is its "
@@ -184,6 +194,8 @@ def main(argv=None) -> int:
     p.add_argument("--note", default="", help="a line for the section's header (the machine's load)")
     p.add_argument("--timeout", type=float, default=1800, help="seconds per run.sh run")
     p.add_argument("--no-write", action="store_true", help="print the section, leave RESULTS.md alone")
+    p.add_argument("--plain-malloc", action="store_true",
+                   help="leave glibc's malloc settings alone (see the module's doc)")
     args = p.parse_args(argv)
     evals = args.evals or available_evals()
     unknown = [e for e in evals if not (HERE / f"{e}.ad").is_file()]
@@ -192,14 +204,14 @@ def main(argv=None) -> int:
     eval_args = shlex.split(args.eval_args)
     results = {}
     for name in evals:
-        ours = run_eval(name, "autodsl", eval_args, args.timeout)
+        ours = run_eval(name, "autodsl", eval_args, args.timeout, not args.plain_malloc)
         print(f"{name}: autodsl {ours.summary or ours.problem} ({ours.seconds:.0f} s)", flush=True)
         ref = None
         if name in REFERENCE:
-            ref = run_eval(name, REFERENCE[name], eval_args, args.timeout)
+            ref = run_eval(name, REFERENCE[name], eval_args, args.timeout, not args.plain_malloc)
             print(f"{name}: {REFERENCE[name]} {ref.summary or ref.problem} ({ref.seconds:.0f} s)", flush=True)
         results[name] = (ours, ref)
-    block = section(results, eval_args, args.note)
+    block = section(results, eval_args, args.note, not args.plain_malloc)
     print(block)
     if not args.no_write:
         if RESULTS.exists() and BEGIN in RESULTS.read_text() and args.evals:
