@@ -14,6 +14,8 @@ On top of those, the language defines exactly ``LANGUAGE_BUILTINS``:
   shape, list or string.
 - ``include("file.ad")``: run another script file in the current scope
   (``autodsl/lang/include.py``; it needs the running interpreter, so it is the language's).
+- ``param("name", default)``: a script parameter: the value ``--set name=...`` (or
+  ``Session.run(variables=)``) gave, else ``default`` (it reads the running script's scope).
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from autodsl.lang.include import make_include
 
 __all__ = ["LANGUAGE_BUILTINS", "core_functions", "make_builtins"]
 
-LANGUAGE_BUILTINS = frozenset({"print", "range", "len", "include"})
+LANGUAGE_BUILTINS = frozenset({"print", "range", "len", "include", "param"})
 
 
 def core_functions() -> dict[str, Callable]:
@@ -78,9 +80,32 @@ def make_builtins(get_out: Callable[[], Any] | None = None,
             return len(x)               # a tensor's own __len__ explains a 0-d tensor
         raise TypeError_("len() needs a tensor, a shape, a list or a string")
 
-    print_.__name__, range_.__name__, len_.__name__ = "print", "range", "len"
+    def param_(name, default):
+        """A script parameter: the value of the top-level variable `name` if one is defined
+        (``autodsl train.ad --set lr=0.1``, ``Session.run(src, variables={"lr": 0.1})``, or an
+        earlier assignment), else `default`.
+
+        Example: ``lr = param("lr", 0.01)`` runs with 0.01 unless ``--set lr=...`` is given.
+        Raises TypeError_ when `name` is not a string, or when `default` is a number or a bool and
+        the parameter given is a string (a ``--set`` value the language could not read as one)."""
+        if not isinstance(name, str):
+            raise TypeError_('param() needs the parameter\'s name as a string: param("lr", 0.01)')
+        interp = get_interp() if get_interp is not None else None
+        scope = getattr(interp, "globals", None)
+        values = getattr(scope, "vars", {})
+        if name not in values:
+            return default
+        value = values[name]
+        if isinstance(default, (bool, int, float)) and isinstance(value, str):
+            kind = "true or false" if isinstance(default, bool) else "a number"
+            raise TypeError_(f'the parameter `{name}` is the text "{value}", but its default is {kind}; '
+                             f"give it as --set {name}={str(default).lower()} or similar")
+        return value
+
+    print_.__name__, range_.__name__, len_.__name__, param_.__name__ = "print", "range", "len", "param"
     table = core_functions()
-    extra = {"print": print_, "range": range_, "len": len_, "include": make_include(get_interp)}
+    extra = {"print": print_, "range": range_, "len": len_, "include": make_include(get_interp),
+             "param": param_}
     assert set(extra) == LANGUAGE_BUILTINS
     table.update(extra)
     return table
