@@ -28,11 +28,12 @@ from autodsl.core.anomaly import anomaly_state, get_anomaly_mode
 from autodsl.core.quiet import ieee
 from autodsl.core.trace import LazyNames
 from autodsl.core.display import format_value
-from autodsl.errors import NameError_
+from autodsl.errors import NameError_, TypeError_
 from autodsl.lang import ast as A
 from autodsl.lang.builtins import make_builtins
 from autodsl.lang.interpreter import Interpreter
-from autodsl.lang.parser import parse
+from autodsl.lang.parser import KEYWORDS, parse
+from autodsl.lang.values import describe
 
 __all__ = ["Session"]
 
@@ -137,6 +138,9 @@ class Session:
     @base_dir.setter
     def base_dir(self, path) -> None:
         # absolute, so that an included file's name (joined to it) is not joined to it again
+        if path is not None and not isinstance(path, (str, os.PathLike)):
+            raise TypeError_(f"Session(base_dir=...) is a directory's path (a string or a Path), not "
+                             f"{describe(path)}")
         self._ctx.base_dir = None if path is None else os.path.abspath(os.fspath(path))
 
     # -- running ---------------------------------------------------------------
@@ -239,6 +243,9 @@ class Session:
         if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
             raise NameError_(f"{name!r} cannot be a name in the language (letters, digits and `_`, "
                              "not starting with `_` or a digit)")
+        if name in KEYWORDS:        # no script could read it: `for` is always the keyword
+            raise NameError_(f"`{name}` is a keyword of the language, so it cannot be a variable's name; "
+                             "choose another name")
         self.namespace[name] = value
 
     def __contains__(self, name) -> bool:

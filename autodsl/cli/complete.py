@@ -74,7 +74,8 @@ def describe_binding(value) -> str:
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return repr(value)
-    return type(value).__name__
+    # a type may name itself in the language's words ("an sgd optimizer"), not as its Python class
+    return getattr(type(value), "LANG_DESCRIPTION", None) or type(value).__name__
 
 
 def _scan(text: str):

@@ -2,8 +2,8 @@
 
 A value that the language reads as a literal number (``1000``, ``0.1``, ``-2``, ``1e-3``),
 boolean (``true``, ``false``) or ``none`` is that value, as the same text in a script would
-be; a quoted string literal is its text; anything else is the text itself, a string
-(``--set name=abc``, ``--set data=runs/iris.csv``).
+be; ``inf``, ``-inf`` and ``nan`` are those numbers; a quoted string literal is its text;
+anything else is the text itself, a string (``--set name=abc``, ``--set data=runs/iris.csv``).
 """
 from __future__ import annotations
 
@@ -27,6 +27,9 @@ def literal_value(text: str):
         return expr.value
     if isinstance(expr, A.Unary) and isinstance(expr.operand, A.Number) and expr.op in "+-":
         return -expr.operand.value if expr.op == "-" else expr.operand.value
+    # inf and nan are predefined names, not literals, but on a command line they mean the numbers
+    if text.strip() in ("inf", "+inf", "-inf", "nan"):
+        return float(text.strip())
     return text
 
 

@@ -495,7 +495,14 @@ def array_from_data(data, dtype, device: str):
     try:
         return backend.asarray(plain, dtype, device)
     except (ValueError, OverflowError) as e:
-        raise ValueError_(f"cannot make a {dtype.name} tensor from this data: {e}") from None
+        article = "an" if dtype.name[0] in "aeiou" else "a"
+        if dtype.name in ("int32", "int64") and (isinstance(e, OverflowError) or "out of bounds" in str(e)):
+            bits = int(dtype.name[3:])
+            raise ValueError_(f"cannot make {article} {dtype.name} tensor from this data: a number in it is "
+                              f"outside {dtype.name}'s range, {-2 ** (bits - 1)} to {2 ** (bits - 1) - 1}; "
+                              "make it a floating tensor (dtype=float64), or keep the numbers in range"
+                              ) from None
+        raise ValueError_(f"cannot make {article} {dtype.name} tensor from this data: {e}") from None
 
 
 def _plain_numbers(data):

@@ -87,7 +87,8 @@ def make_builtins(get_out: Callable[[], Any] | None = None,
 
         Example: ``lr = param("lr", 0.01)`` runs with 0.01 unless ``--set lr=...`` is given.
         Raises TypeError_ when `name` is not a string, or when `default` is a number or a bool and
-        the parameter given is a string (a ``--set`` value the language could not read as one)."""
+        the parameter given is a string (a ``--set`` value the language could not read as one).
+        Where `default` is a string, a number given is taken as its text (``--set name=3``: "3")."""
         if not isinstance(name, str):
             raise TypeError_('param() needs the parameter\'s name as a string: param("lr", 0.01)')
         interp = get_interp() if get_interp is not None else None
@@ -96,6 +97,8 @@ def make_builtins(get_out: Callable[[], Any] | None = None,
         if name not in values:
             return default
         value = values[name]
+        if isinstance(default, str) and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)       # --set name=3 is read as a number; a text parameter wants "3"
         if isinstance(default, (bool, int, float)) and isinstance(value, str):
             kind = "true or false" if isinstance(default, bool) else "a number"
             raise TypeError_(f'the parameter `{name}` is the text "{value}", but its default is {kind}; '

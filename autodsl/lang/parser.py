@@ -536,6 +536,18 @@ def _translate(e: UnexpectedInput, src: A.Source) -> ParseError:
     line, col = tok.line, tok.column
     before = _tokens_until(text, line, col)
     stack = _open_brackets(before)
+    prev = before[-1] if before else None
+    if tok.type == "RBRACE" and prev is not None and prev.type == "FSTRING" and tok.line == prev.line \
+            and tok.column == prev.end_column:
+        # f"{x"}: the f-string ended at a quote inside its field, and the `}` after it is stray
+        try:
+            split_fstring(str(prev))
+        except FStringError:
+            q = str(prev)[1]
+            other = "'" if q == '"' else '"'
+            return _err(f"this f-string ends at the {q} before its field's `}}`: close the field before "
+                        f"the quote (f{q}{{x}}{q}); a string inside the `{{ }}` takes the other quote "
+                        f"({other}...{other})", src, prev.line, prev.column, tok.end_column)
     if tok.type in _CLOSE:
         if stack and stack[-1].type != _CLOSE[tok.type]:
             o = stack[-1]

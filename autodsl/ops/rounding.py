@@ -9,6 +9,7 @@ zero is an error (PyTorch's "ZeroDivisionError"); floating division by zero give
 from __future__ import annotations
 
 import builtins
+import math
 
 from autodsl.backend import kind_of, namespace_of
 from autodsl.errors import DTypeError, TypeError_, ValueError_
@@ -200,13 +201,18 @@ def round(input, decimals=None):
     do: ``round(tensor([0.5, 1.5, 2.5]))`` is ``[0, 2, 2]``; a negative ``decimals`` rounds to
     tens, hundreds, ... The gradient is 0. Integer tensors pass through (with decimals 0; other
     decimals raise DTypeError). On a plain number it is Python's round: ``round(2.567, 2)`` is
-    2.57 and ``round(2.5)`` is the int 2.
+    2.57 and ``round(2.5)`` is the int 2; ``round(nan)`` and ``round(inf)`` raise ValueError_ (no
+    whole number), as Python's do.
 
     Example: ``round(x, decimals=2)``
     """
     if decimals is not None and (isinstance(decimals, bool) or not isinstance(decimals, int)):
         raise TypeError_(f"round: decimals must be a whole number, not {decimals!r}")
     if type(input) in (int, float, bool):      # a plain Python number (not a NumPy scalar): Python's round
+        if decimals is None and type(input) is float and not math.isfinite(input):
+            raise ValueError_(f"round({input}) has no whole number to give (round of a plain number is a "
+                              "whole number); check the value first, or round a tensor, "
+                              f"round(tensor({input})), which keeps nan and inf")
         return builtins.round(input) if decimals is None else builtins.round(input, decimals)
     return apply(Round, input, decimals=decimals or 0)
 

@@ -255,17 +255,38 @@ def _tensor_of(arr: np.ndarray, dt, where: str) -> Tensor:
     if arr.dtype.kind not in "biuf":
         raise DTypeError(f"load(): {where} holds {arr.dtype.name} values, which a tensor cannot hold; "
                          "tensors hold numbers (float32, float64, int64) or booleans")
-    if dt is not None and dt.kind in "iu" and arr.dtype.kind == "f":
+    if dt is not None and dt.kind in "iu" and arr.dtype.kind in "fiu":
         _check_whole(arr, where, dt)
+    elif dt is None and arr.dtype.kind == "u":      # becomes int64: the largest uint64s do not fit
+        _check_range(arr, where, np.dtype(np.int64))
     return tensor(arr, dtype=dt)
 
 
 def _check_whole(arr: np.ndarray, where: str, dt) -> None:
-    bad = ~np.isfinite(arr) | (arr != np.round(arr))
-    if bad.any():
-        v = arr[np.unravel_index(int(np.argmax(bad)), arr.shape)]
-        raise DTypeError(f"load(): {where} holds {float(v)}, which is not a whole number, so it cannot be "
-                         f"{dt.name}; load it with a float dtype")
+    if arr.dtype.kind == "f":
+        bad = ~np.isfinite(arr) | (arr != np.round(arr))
+        if bad.any():
+            v = arr[np.unravel_index(int(np.argmax(bad)), arr.shape)]
+            raise DTypeError(f"load(): {where} holds {float(v)}, which is not a whole number, so it cannot be "
+                             f"{dt.name}; load it with a float dtype")
+    _check_range(arr, where, np.dtype(dt.name))
+
+
+def _check_range(arr: np.ndarray, where: str, target: np.dtype) -> None:
+    # NumPy's conversion to a narrower integer wraps around without a word: 3e9 as int32 is negative
+    if arr.size == 0 or target.kind not in "iu":
+        return
+    info = np.iinfo(target)
+    lo, hi = arr.min(), arr.max()
+    if arr.dtype.kind == "f":
+        bad = hi if hi >= float(info.max) + 1 else lo if lo < float(info.min) else None
+    else:
+        bad = hi if int(hi) > info.max else lo if int(lo) < info.min else None
+    if bad is not None:
+        text = f"{int(bad)}"
+        wider = "int64 or a float dtype" if target.itemsize < 8 else "a float dtype (dtype=float64)"
+        raise DTypeError(f"load(): {where} holds {text}, outside {target.name}'s range ({info.min} to "
+                         f"{info.max}); load it as {wider}")
 
 
 # ---- csv ----

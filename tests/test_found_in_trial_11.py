@@ -1,0 +1,163 @@
+"""Bugs found by trying the newest features as a new user would (f-strings, round, int32,
+load, param/--set, Session settings, the REPL's :vars): each test is one input that gave a
+wrong value or a message in Python's or NumPy's words, with the value or sentence now given."""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+import autodsl as ad
+from autodsl.cli.params import literal_value
+from autodsl.errors import DSLError, NameError_, ParseError, TypeError_, ValueError_
+
+
+def session(**kw):
+    out = io.StringIO()
+    return ad.Session(out=out, **kw), out
+
+
+def message(src: str, **kw) -> str:
+    s, _ = session(**kw)
+    with pytest.raises(DSLError) as e:
+        s.run(src)
+    return str(e.value)
+
+
+# ---- round() of a plain nan or inf --------------------------------------------------
+
+@pytest.mark.parametrize("name", ["nan", "inf", "-inf"])
+def test_round_of_plain_nan_or_inf_is_a_sentence(name):
+    # was: "cannot convert float NaN to integer" / "... (cannot convert float infinity to integer)"
+    s, _ = session()
+    with pytest.raises(ValueError_) as e:
+        s.run(f"round({name})")
+    msg = str(e.value)
+    assert "convert float" not in msg and "integer" not in msg.split(":")[0]
+    assert "whole number" in msg and "round(tensor(" in msg
+
+
+def test_round_of_plain_nan_with_decimals_and_of_tensors_keep_nan():
+    s, _ = session()
+    assert np.isnan(s.run("round(nan, 2)"))
+    v = s.run("round(tensor([nan, inf, 2.5]))").numpy()
+    assert np.isnan(v[0]) and v[1] == np.inf and v[2] == 2.0
+    assert s.run("round(2.5)") == 2 and s.run("round(-3.5)") == -4
+
+
+# ---- tensor(..., dtype=int32) out of range ------------------------------------------------
+
+@pytest.mark.parametrize("src, dtype, lo, hi", [
+    ("tensor([3000000000], dtype=int32)", "int32", -2 ** 31, 2 ** 31 - 1),
+    ("tensor([2^70], dtype=int64)", "int64", -2 ** 63, 2 ** 63 - 1),
+])
+def test_integer_tensor_out_of_range_names_the_range(src, dtype, lo, hi):
+    # was: "cannot make a int32 tensor from this data: Python integer 3000000000 out of bounds
+    # for int32" and "... Python int too large to convert to C long"
+    msg = message(src)
+    assert "Python" not in msg and "C long" not in msg and "a int" not in msg
+    assert f"an {dtype} tensor" in msg and f"{lo} to {hi}" in msg
+
+
+# ---- load(): integers out of int64's or the asked dtype's range ------------------------------
+
+def test_load_uint64_beyond_int64_is_refused(tmp_path):
+    # was: tensor([-9223372036854775808]), the uint64 2**63 wrapped around silently
+    np.save(tmp_path / "u.npy", np.array([1, 2 ** 63], dtype=np.uint64))
+    s, _ = session(base_dir=tmp_path)
+    with pytest.raises(DSLError) as e:
+        s.run('load("u.npy")')
+    assert "int64" in str(e.value) and "9223372036854775808" in str(e.value)
+    # in range, or read as floats: fine
+    np.save(tmp_path / "ok.npy", np.array([1, 2 ** 62], dtype=np.uint64))
+    assert s.run('load("ok.npy")').tolist() == [1, 2 ** 62]
+    assert s.run('load("u.npy", dtype=float64)').tolist() == [1.0, 2.0 ** 63]
+
+
+@pytest.mark.parametrize("fname, write", [
+    ("big.csv", lambda p: p.write_text("3000000000\n1\n")),
+    ("big.npy", lambda p: np.save(p, np.array([3e9, 1.0]))),
+    ("i64.npy", lambda p: np.save(p, np.array([3000000000, 1]))),
+])
+def test_load_with_int32_out_of_range_is_refused(tmp_path, fname, write):
+    # was: tensor([-2147483648, 1], dtype=int32) / tensor([-1294967296, 1], dtype=int32)
+    write(tmp_path / fname)
+    s, _ = session(base_dir=tmp_path)
+    with pytest.raises(DSLError) as e:
+        s.run(f'load("{fname}", dtype=int32)')
+    msg = str(e.value)
+    assert "3000000000" in msg and "int32" in msg and "int64" in msg
+    assert s.run(f'load("{fname}", dtype=int64)').tolist() == [3000000000, 1]
+
+
+# ---- param() and --set -------------------------------------------------------------------------
+
+def test_param_with_a_text_default_keeps_a_number_as_text():
+    # was: --set name=3 gave the number 3, so `"run_" + name` failed
+    s, _ = session()
+    assert s.run('name = param("name", "abc"); "run_" + name', variables={"name": 3}) == "run_3"
+    s, _ = session()
+    assert s.run('name = param("name", "abc"); name', variables={"name": 2.5}) == "2.5"
+    s, _ = session()
+    assert s.run('name = param("name", "abc"); name', variables={"name": "x"}) == "x"
+    s, _ = session()
+    assert s.run('n = param("n", 3); n', variables={"n": 7}) == 7
+
+
+@pytest.mark.parametrize("text, value", [("inf", float("inf")), ("-inf", float("-inf")),
+                                         ("+inf", float("inf"))])
+def test_set_reads_inf_as_a_number(text, value):
+    # was: the text "inf", which param("tol", 0.1) refused as "not a number"
+    assert literal_value(text) == value
+    s, _ = session()
+    assert s.run('tol = param("tol", 0.1); tol', variables={"tol": literal_value(text)}) == value
+
+
+def test_set_reads_nan_as_a_number():
+    v = literal_value("nan")
+    assert isinstance(v, float) and np.isnan(v)
+    assert literal_value("infinity") == "infinity" and literal_value("pi") == "pi"
+
+
+# ---- Session settings from Python --------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["for", "while", "true", "none", "def"])
+def test_session_variables_refuse_keywords(name):
+    # was: bound silently (a name no script can read)
+    s, _ = session()
+    with pytest.raises(NameError_) as e:
+        s.run("1", variables={name: 2})
+    assert "keyword" in str(e.value)
+
+
+def test_session_base_dir_not_a_path_is_a_sentence():
+    # was: Python's "TypeError: expected str, bytes or os.PathLike object, not int"
+    with pytest.raises(TypeError_) as e:
+        ad.Session(base_dir=3)
+    assert "os.PathLike" not in str(e.value) and "base_dir" in str(e.value)
+
+
+# ---- f-strings --------------------------------------------------------------------------------
+
+def test_fstring_closed_by_a_quote_before_its_brace():
+    # was: "`}` does not match the `(` opened at line 1, column 6; expected `)`"
+    msg = message('print(f"{1"})')
+    assert "f-string" in msg and "does not match" not in msg
+    with pytest.raises(ParseError) as e:
+        session()[0].run('x = f"{1:.2f"}')
+    assert "f-string" in str(e.value)
+
+
+# ---- the REPL's :vars names an optimizer in the language's words -------------------------------
+
+def test_vars_names_an_optimizer_in_the_languages_words():
+    from autodsl.cli.repl import Repl
+    out = io.StringIO()
+    s = ad.Session(out=out)
+    r = Repl(s, out=out)
+    r.handle("w = tensor([1.0], requires_grad=true); opt = sgd([w], lr=0.1); a = adam([w])")
+    r.handle(":vars")
+    text = out.getvalue()
+    assert "opt (an sgd optimizer)" in text and "a (an adam optimizer)" in text
+    assert "(SGD)" not in text and "(Adam)" not in text
