@@ -161,3 +161,23 @@ def test_vars_names_an_optimizer_in_the_languages_words():
     text = out.getvalue()
     assert "opt (an sgd optimizer)" in text and "a (an adam optimizer)" in text
     assert "(SGD)" not in text and "(Adam)" not in text
+
+
+# ---- max/min of two plain numbers -------------------------------------------------------------
+
+@pytest.mark.parametrize("src, value", [("max(3, 5)", 5), ("min(3, 5)", 3), ("max(-2, 0)", 0),
+                                        ("min(7, 9)", 7), ("max(true, 0)", 1)])
+def test_max_min_of_two_plain_numbers_is_the_number(src, value):
+    # was: "dim 5 is out of range for a tensor with 1 dimensions ...": an integer second argument
+    # read as a dim even when the first is a plain number, which has no dims to reduce
+    s, _ = session()
+    got = s.run(src)        # as maximum(3, 5) gives: a number, or a 0-d tensor in a script
+    assert not isinstance(got, tuple) and float(got) == value
+    assert s.run(f"n = 0; for i in range({src}) {{ n += 1 }}; n") == value
+
+
+def test_max_of_a_tensor_and_an_integer_is_still_a_dim():
+    s, _ = session()
+    v = s.run("max(tensor([[1.0, 5.0], [7.0, 2.0]]), 1)")
+    assert v.values.tolist() == [5.0, 7.0] and v.indices.tolist() == [1, 0]
+    assert s.run("min(tensor(2.0), 0)").values.item() == 2.0

@@ -442,9 +442,12 @@ def amin(input, dim=None, keepdim=False):
     return apply(Amin, input, dim=dim, keepdim=keepdim)
 
 
-def _dim_as_other(name, other, dim, keepdim):
+def _dim_as_other(name, other, dim, keepdim, input=None):
     """torch: ``max(x, 1)`` reduces over dim 1 (``max(x, 1, True)`` keeps it); only a tensor or
-    a float second argument is elementwise."""
+    a float second argument is elementwise, or any second argument after a plain number
+    (``max(3, 5)`` is 5: a number has no dims to reduce)."""
+    if isinstance(input, (bool, int, float)):
+        return other, dim, keepdim
     if isinstance(other, int) and not isinstance(other, bool):
         if isinstance(dim, bool):
             dim, keepdim = None, dim
@@ -467,7 +470,7 @@ def max(input, other=None, dim=None, keepdim=False):
     Example: ``max(x)``, ``x.max(dim=1)[0]``, ``max(x, 1).indices``, ``max(x, 0.0)``
     """
     as_dim = isinstance(other, int) and not isinstance(other, bool)
-    other, dim, keepdim = _dim_as_other("max", other, dim, keepdim)
+    other, dim, keepdim = _dim_as_other("max", other, dim, keepdim, input)
     if other is not None:
         if dim is not None:
             raise TypeError_("max(a, b) is elementwise and takes no dim; use max(a, dim=...) to reduce")
@@ -486,7 +489,7 @@ def min(input, other=None, dim=None, keepdim=False):
     Example: ``x.min()``, ``x.min(dim=0).values``, ``min(x, 1)``
     """
     as_dim = isinstance(other, int) and not isinstance(other, bool)
-    other, dim, keepdim = _dim_as_other("min", other, dim, keepdim)
+    other, dim, keepdim = _dim_as_other("min", other, dim, keepdim, input)
     if other is not None:
         if dim is not None:
             raise TypeError_("min(a, b) is elementwise and takes no dim; use min(a, dim=...) to reduce")
