@@ -181,3 +181,29 @@ def test_max_of_a_tensor_and_an_integer_is_still_a_dim():
     v = s.run("max(tensor([[1.0, 5.0], [7.0, 2.0]]), 1)")
     assert v.values.tolist() == [5.0, 7.0] and v.indices.tolist() == [1, 0]
     assert s.run("min(tensor(2.0), 0)").values.item() == 2.0
+
+
+# ---- index_put with torch's list of index tensors ----------------------------------------------
+
+def test_index_put_takes_a_list_of_index_tensors_as_torch():
+    # was: "a list used as an index must hold integers or true/false values"; the language has
+    # no tuples, so `index_put(x, [i, j], v)` (torch's form) was the only way to write it
+    torch = pytest.importorskip("torch")
+    s, _ = session()
+    src = ("x = zeros(2, 3, requires_grad=true); i = tensor([0, 1, 0], dtype=int64); "
+           "j = tensor([2, 0, 2], dtype=int64); v = tensor([1.0, 2.0, 3.0], requires_grad=true); "
+           "y = index_put(x * 1, [i, j], v, accumulate=true); (y * y).sum().backward(); y")
+    y = s.run(src)
+    xt = torch.zeros(2, 3, requires_grad=True)
+    vt = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    it, jt = torch.tensor([0, 1, 0]), torch.tensor([2, 0, 2])
+    yt = torch.index_put(xt * 1, [it, jt], vt, accumulate=True)
+    (yt * yt).sum().backward()
+    assert y.tolist() == yt.tolist()
+    assert s.run("x.grad").tolist() == xt.grad.tolist()
+    assert s.run("v.grad").tolist() == vt.grad.tolist()
+    one = s.run("z = zeros(3); z.index_put_([tensor([0, 0], dtype=int64)], tensor([5.0, 6.0]), "
+                "accumulate=true); z")
+    assert one.tolist() == [11.0, 0.0, 0.0]
+    # a list of integers is still an index of its own (rows 0 and 1), as x[[0, 1]]
+    assert s.run("index_put(zeros(2, 2), [0, 1], tensor([5.0, 6.0]))").tolist() == [[5.0, 6.0], [5.0, 6.0]]

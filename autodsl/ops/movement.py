@@ -317,8 +317,12 @@ def index_put(input, key, value, accumulate=False):
     ``accumulate=true`` the value is added instead, and repeated indices all add up (as
     torch); without it, of repeated indices one write stays. Raises IndexError_ for an index
     out of range, ShapeError for a value that does not fit.
-    Example: ``index_put(x, 0, 5.0)``, ``index_put(x, (idx,), v, accumulate=true)``
+    A list of index tensors is torch's ``indices``, one per dim (``index_put(x, [i, j], v)`` is
+    ``x[i, j] = v``); a list of integers is one index, as in ``x[[0, 2]]``.
+    Example: ``index_put(x, 0, 5.0)``, ``index_put(x, [idx], v, accumulate=true)``
     """
+    if isinstance(key, list) and key and builtins.all(isinstance(k, Tensor) for k in key):
+        key = tuple(key)        # the language has no tuples: torch's list of index tensors
     k = key if isinstance(key, _Raw) else _key_arrays(key)
     if accumulate:
         if not isinstance(accumulate, bool):
