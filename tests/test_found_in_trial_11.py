@@ -207,3 +207,26 @@ def test_index_put_takes_a_list_of_index_tensors_as_torch():
     assert one.tolist() == [11.0, 0.0, 0.0]
     # a list of integers is still an index of its own (rows 0 and 1), as x[[0, 1]]
     assert s.run("index_put(zeros(2, 2), [0, 1], tensor([5.0, 6.0]))").tolist() == [[5.0, 6.0], [5.0, 6.0]]
+
+
+# ---- Python's string forms the language leaves out -------------------------------------------
+
+@pytest.mark.parametrize("src, words", [
+    ('x = """abc"""', "triple-quoted"),
+    ("x = '''abc'''", "triple-quoted"),
+    ('x = f"""{1}"""', "triple-quoted"),
+    ('x = F"{1}"', 'f"'),
+    ('x = r"a\\b"', "prefix"),
+    ('x = b"abc"', "prefix"),
+    ('x = rf"{1}"', "prefix"),
+])
+def test_python_string_forms_get_the_languages_form(src, words):
+    # was: 'unexpected string "abc": an operator or a `;` / new line is missing before it', and
+    # for f"""...""": "this f-string ends at the second \"", which reads as a quoting mistake
+    msg = message(src)
+    assert words in msg and "an operator or a `;`" not in msg
+
+
+def test_adjacent_strings_and_a_name_before_a_string_are_not_prefixes():
+    assert "an operator or a `;`" in message('x = "a" "b"')
+    assert "an operator or a `;`" in message('r = 1; x = r "a"')

@@ -50,6 +50,9 @@ def syntax_hint(tok, before, expected):
     ``before``: the tokens before ``tok``; ``expected``: what the parser would accept.
     """
     prev = before[-1] if before else None
+    hint = _string_form_hint(tok, prev)
+    if hint is not None:
+        return hint
     if prev is not None and prev.type == "NAME" and str(prev) == "lambda":
         return "there is no `lambda`: " + NAME_HINTS["lambda"] + " and pass its name", prev, prev
     if prev is not None and prev.type == "NAME" and str(prev) == "elif":
@@ -80,4 +83,29 @@ def syntax_hint(tok, before, expected):
         if owner is not None and owner.type in ("FOR", "WHILE"):
             return (f"`else` after a `{owner}` loop is not part of the language: set a flag before "
                     "`break` and test it after the loop"), tok, tok
+    return None
+
+
+_STRINGS = ("STRING", "FSTRING")
+
+
+def _touching(a, b) -> bool:
+    """Is ``b`` right after ``a``, with no space between them?"""
+    return a.line == b.line and b.column == a.end_column
+
+
+def _string_form_hint(tok, prev):
+    """Triple quotes and string prefixes other than f (r"", b"", F""), which the lexer sees as
+    an empty string, or a name, right before a string."""
+    if prev is None or tok.type not in _STRINGS or not _touching(prev, tok):
+        return None
+    text = str(prev)
+    if prev.type in _STRINGS and text in ('""', "''", 'f""', "f''"):
+        return ("there are no triple-quoted strings: a string is one line, in \"...\" or '...' "
+                "(\\n for a line break)"), prev, tok
+    if prev.type == "NAME" and text.lower() in ("r", "b", "u", "f", "rb", "br", "rf", "fr"):
+        if text == "F":
+            return "an f-string is written with a lowercase f: f\"...\"", prev, tok
+        return (f"there is no `{text}` string prefix: the only prefix is f (f\"...\"); a plain string "
+                "writes a backslash as \\\\"), prev, tok
     return None
