@@ -230,3 +230,36 @@ def test_python_string_forms_get_the_languages_form(src, words):
 def test_adjacent_strings_and_a_name_before_a_string_are_not_prefixes():
     assert "an operator or a `;`" in message('x = "a" "b"')
     assert "an operator or a `;`" in message('r = 1; x = r "a"')
+
+
+# ---- more Python statements and operators the language leaves out ---------------------------
+
+@pytest.mark.parametrize("src, words", [
+    ("values, indices = sort(tensor([3.0, 1.0]))", "r[0]"),
+    ("a, b = 1, 2", "r[0]"),
+    ("for i, j in [[1, 2]] { }", "one name"),
+    ("x = 1; x **= 2", "x = x ^ 2"),
+    ("x = 1; y = x is none", "=="),
+    ("x = 1; y = x is not none", "!="),
+    ("try { x = 1 }", "`try`"),
+    ("class A { }", "classes"),
+    ("x = 1; del x", "`del`"),
+    ("assert 1 == 1", "`assert`"),
+    ("raise 1", "`raise`"),
+    ("def f() { global x; x = 1 }", "`global`"),
+    ("nonlocal x", "`nonlocal`"),
+    ("yield 3", "`yield`"),
+])
+def test_python_forms_say_what_to_write(src, words):
+    # was: "unexpected `,`; expected ..." / "unexpected name `x`: an operator or a `;` ... is
+    # missing before it" / "unexpected `*=`"
+    msg = message(src)
+    assert words in msg, msg
+    assert "an operator or a `;`" not in msg and "unexpected `" not in msg
+
+
+def test_names_like_the_python_words_still_work():
+    s, _ = session()
+    assert s.run("try = 4; try + 1") == 5        # not keywords: plain names
+    assert s.run("del_x = 2; class_ = 3; del_x + class_") == 5
+    assert s.run("def f(a, b) { return a + b }; f(1, 2)") == 3

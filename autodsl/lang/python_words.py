@@ -22,6 +22,24 @@ NAME_HINTS = {
 
 _STMT_START = ("_NL", "SEMICOLON", "LBRACE", "RBRACE")
 
+# Python statements that are not part of the language, seen as a name at the start of a
+# statement followed by something a name cannot be followed by
+_STATEMENTS = {
+    "try": ("there is no `try`: an error stops the script with its message; check the values "
+            "first with `if`"),
+    "class": "there are no classes: use functions (`def`) and variables",
+    "del": "there is no `del`: bind the name to something else (`x = none`)",
+    "assert": ("there is no `assert`: check with `if not cond { print(...) }`, or compare "
+               "gradients with check(f, x)"),
+    "raise": ("there is no `raise`: a script stops at an error the built-ins raise; print a "
+              "message instead"),
+    "global": ("there is no `global`: a function reads the names around it; to change one, "
+               "return the new value and assign it outside"),
+    "nonlocal": ("there is no `nonlocal`: a function reads the names around it; to change one, "
+                 "return the new value and assign it outside"),
+    "yield": "there are no generators (`yield`): fill a list in a `for` loop and return it",
+}
+
 
 def _statement_start(tokens, i: int) -> bool:
     return i == 0 or tokens[i - 1].type in _STMT_START
@@ -69,6 +87,22 @@ def syntax_hint(tok, before, expected):
                     "there, without a prefix"), prev, prev
         if word == "with":
             return "there is no `with`: write `no_grad { ... }` for `with torch.no_grad():`", prev, prev
+        if word in _STATEMENTS:
+            return _STATEMENTS[word], prev, prev
+        if tok.type == "COMMA":
+            return ("there is no unpacking (`a, b = ...`): assign one name and index it, "
+                    "`r = sort(x); values = r[0]; indices = r[1]` (or `r.values`, `r.indices`)"), prev, tok
+    if tok.type == "COMMA" and prev is not None and prev.type == "NAME" and len(before) >= 2 \
+            and before[-2].type == "FOR":
+        return ("a `for` loop takes one name: `for pair in xs { i = pair[0]; j = pair[1] }`, "
+                "or `for k in range(len(xs))`"), prev, tok
+    if tok.type == "AUGOP" and str(tok) == "*=" and prev is not None and prev.type == "STAR" \
+            and _touching(prev, tok):
+        name = str(before[-2]) if len(before) >= 2 and before[-2].type == "NAME" else "x"
+        return (f"`**=` is not an operator: powers are `^`, so write `{name} = {name} ^ 2` "
+                f"for `{name} **= 2`"), prev, tok
+    if tok.type == "NAME" and str(tok) == "is" and prev is not None and prev.type not in _STMT_START:
+        return ("there is no `is`: compare with `==` (`x == none`), and `is not` with `!=`"), tok, tok
     if tok.type == "COLON" and "LBRACE" in expected:
         return ("a block is written in braces, not after a `:`: `if x > 0 { ... }`, "
                 "`def f(x) { ... }`"), tok, tok
