@@ -263,3 +263,27 @@ def test_names_like_the_python_words_still_work():
     assert s.run("try = 4; try + 1") == 5        # not keywords: plain names
     assert s.run("del_x = 2; class_ = 3; del_x + class_") == 5
     assert s.run("def f(a, b) { return a + b }; f(1, 2)") == 3
+
+
+# ---- Python's and the libraries' names a new user types ------------------------------------
+
+@pytest.mark.parametrize("src, words", [
+    ("x = torch.exp(1.0)", "without a prefix"),
+    ("x = np.zeros(3)", "without a prefix"),
+    ("x = numpy.zeros(3)", "without a prefix"),
+    ("x = math.pi", "without a prefix"),
+    ("x = str(3)", 'f"{x}"'),
+    ("x = int(3.5)", "round(x)"),
+    ("x = float(3)", "3.0"),
+])
+def test_python_and_library_names_get_a_hint(src, words):
+    # was: "`torch` is not defined (did you mean `trunc` or `trace`?)", "`str` is not defined (did
+    # you mean `std` or `scatter`?)", "`int` is not defined (did you mean `print` ...)"
+    msg = message(src)
+    assert words in msg, msg
+    assert "did you mean" not in msg
+
+
+def test_those_names_can_still_be_bound():
+    s, _ = session()
+    assert s.run("np = 2; int = 3; np + int") == 5

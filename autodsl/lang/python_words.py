@@ -18,6 +18,13 @@ NAME_HINTS = {
     "elif": "write `else if cond { ... }`",
     "lambda": "define a function with `def name(x) { return ... }`",
     "self": "there are no classes; use functions and variables",
+    "str": 'put a value into a string with an f-string, f"{x}" (f"{x:.4f}" for 4 decimals)',
+    "int": ("round(x) is a plain number's nearest whole number, x.item() a tensor's value, "
+            "x.long() or x.to(int64) an integer tensor"),
+    "float": "a number with a point is a float (3.0), x.item() a tensor's value, x.double() a float64 tensor",
+    # library prefixes from Python code: the language's built-ins are the same functions, unprefixed
+    **{lib: ("the built-ins (exp, zeros, tensor, pi, ...) are always there without a prefix: "
+             f"write exp(x), not {lib}.exp(x)") for lib in ("torch", "np", "numpy", "math", "F", "nn", "scipy")},
 }
 
 _STMT_START = ("_NL", "SEMICOLON", "LBRACE", "RBRACE")
