@@ -25,6 +25,8 @@ def format_number(v) -> str:
         return "inf" if f > 0 else "-inf"
     if f == int(f) and abs(f) < 1e16:
         return f"{f:.1f}"
+    if isinstance(v, np.floating) and v.dtype.itemsize < 8:
+        return str(v)       # float32's own shortest digits (0.1), not its double's (0.10000000149011612)
     return repr(f)
 
 
@@ -32,7 +34,7 @@ def format_array(arr) -> str:
     """A host array: a plain number when it has no dims, else NumPy's layout (summarized when large)."""
     arr = np.asarray(arr)
     if arr.ndim == 0:
-        return format_number(arr.item())
+        return format_number(arr[()])       # a NumPy scalar: it keeps its dtype's digits
     with np.printoptions(**_PRINT_OPTS):
         text = np.array2string(arr, separator=", ")
     if arr.dtype == np.bool_:

@@ -287,3 +287,30 @@ def test_python_and_library_names_get_a_hint(src, words):
 def test_those_names_can_still_be_bound():
     s, _ = session()
     assert s.run("np = 2; int = 3; np + int") == 5
+
+
+# ---- a float32 number shown with float32's digits ---------------------------------------------
+
+@pytest.mark.parametrize("src, text", [
+    ("tensor(0.1, dtype=float32)", "0.1"),
+    ("tensor([0.1, 1/3], dtype=float32)[1]", "0.33333334"),
+    ("tensor(0.1).float()", "0.1"),
+    ("tensor(2.5, dtype=float32)", "2.5"),
+    ("tensor(1e20, dtype=float32)", "1e+20"),
+    ("tensor(0.1)", "0.1"),
+    ("tensor(1/3)", "0.3333333333333333"),
+])
+def test_float32_scalar_shows_float32s_shortest_digits(src, text):
+    # was: 0.10000000149011612 (the float32 widened to a double before it was shown), while the
+    # same number in a 1-d tensor showed as 0.1
+    s, out = session()
+    s.run(src)
+    assert out.getvalue().strip() == text
+    assert s.run(f'f"{{{src}}}"') == text
+
+
+def test_float32_scalar_with_requires_grad_and_item():
+    s, out = session()
+    s.run("y = tensor(0.1, dtype=float32, requires_grad=true); y; print(y.item())")
+    assert out.getvalue().splitlines() == ["tensor(0.1, dtype=float32, requires_grad=true)",
+                                           "0.10000000149011612"]    # item() is a Python float, as torch's
