@@ -19,8 +19,6 @@ import autodsl as ad
 
 # -- create_graph through prod -------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="Prod.backward's branch for inputs with zeros works on "
-                   "arrays, so its gradient is not recorded under create_graph (ops/reduce.py)")
 def test_prod_with_a_zero_is_twice_differentiable():
     # d/dx prod(x) at x = (0, 2, 3) is (6, 0, 0); the Hessian is PyTorch's [[0,3,2],[3,0,0],[2,0,0]]
     x = ad.tensor([0.0, 2.0, 3.0], requires_grad=True)
@@ -28,6 +26,25 @@ def test_prod_with_a_zero_is_twice_differentiable():
     assert g.requires_grad
     h = ad.hessian(ad.prod, ad.tensor([0.0, 2.0, 3.0]))
     np.testing.assert_allclose(h.numpy(), [[0.0, 3.0, 2.0], [3.0, 0.0, 0.0], [2.0, 0.0, 0.0]])
+
+
+@pytest.mark.parametrize("values, dim", [([[0.0, 2.0, 3.0], [1.5, 0.0, 0.0]], 1),
+                                         ([[0.0, 2.0, 3.0], [1.5, 0.0, 0.5]], 0),
+                                         ([[0.0, 2.0], [0.0, 3.0]], None)])
+def test_prod_with_zeros_second_order_matches_torch(values, dim):
+    torch = pytest.importorskip("torch")
+
+    def objective(m):
+        return (lambda v: m.prod(v)) if dim is None else (lambda v: m.prod(v, dim=dim).sum())
+    x = ad.tensor(values, requires_grad=True)
+    tx = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    g, = ad.grad(objective(ad)(x), [x], create_graph=True)
+    tg, = torch.autograd.grad(objective(torch)(tx), [tx], create_graph=True)
+    np.testing.assert_allclose(g.numpy(), tg.detach().numpy())
+    w = np.arange(1.0, 1.0 + np.size(values)).reshape(np.shape(values))
+    gg, = ad.grad((g * ad.tensor(w)).sum(), [x])
+    tgg, = torch.autograd.grad((tg * torch.tensor(w)).sum(), [tx])
+    np.testing.assert_allclose(gg.numpy(), tgg.numpy())
 
 
 def test_prod_without_zeros_is_twice_differentiable():

@@ -10,6 +10,7 @@ import builtins
 import autodsl.backend as backend
 from autodsl.backend import kind_of, namespace_of
 from autodsl.errors import IndexError_, RuntimeError_, TypeError_, ValueError_
+from autodsl.core.grad_mode import is_grad_enabled
 from autodsl.ops.formula import define
 from autodsl.ops.registry import Op, apply, defop
 from autodsl.core.tensor import Tensor, as_tensor
@@ -120,15 +121,24 @@ class Prod(_Reduction):
             return (self._expand(g) * self._spread(out).expand(self.in_shape) / x,)
         # With zeros, out/x is 0/0: use the product of the other elements, from
         # exclusive cumulative products over the reduced dims (as torch's prod_backward).
-        # This branch works on arrays, so it is not differentiable a second time.
         rest = [i for i in range(a.ndim) if i not in self.axes]
         perm = tuple(rest + list(self.axes))
         moved = xp.permute_dims(a, perm)
         flat = xp.reshape(moved, moved.shape[:len(rest)] + (-1,))
+        inverse = tuple(perm.index(i) for i in range(a.ndim))
+        if is_grad_enabled():
+            # create_graph: the products of the others through recorded ops, so that the
+            # gradient is differentiable again: row i of an n x n matrix holds x with x_i
+            # replaced by 1, and its product is prod_{j != i} x_j. O(n^2) for n reduced
+            # elements, only where the input has a zero.
+            n = flat.shape[-1]
+            rows = x.permute(*perm).reshape(-1, 1, n)
+            eye = Tensor(xp.eye(n, dtype=xp.bool), _device=x.device)
+            others = prod(where(eye, 1.0, rows), dim=-1).reshape(*moved.shape).permute(*inverse)
+            return (self._expand(g) * others,)
         left = xp.cumulative_prod(flat, axis=-1, include_initial=True)[..., :-1]
         right = xp.flip(xp.cumulative_prod(xp.flip(flat, axis=-1), axis=-1, include_initial=True)[..., :-1],
                         axis=-1)
-        inverse = tuple(perm.index(i) for i in range(a.ndim))
         others = xp.permute_dims(xp.reshape(left * right, moved.shape), inverse)
         return (self._expand(g) * Tensor(others, _device=x.device),)
 
