@@ -314,3 +314,16 @@ def test_float32_scalar_with_requires_grad_and_item():
     s.run("y = tensor(0.1, dtype=float32, requires_grad=true); y; print(y.item())")
     assert out.getvalue().splitlines() == ["tensor(0.1, dtype=float32, requires_grad=true)",
                                            "0.10000000149011612"]    # item() is a Python float, as torch's
+
+
+# ---- load(columns="a") when two columns are named "a" --------------------------------------
+
+def test_load_a_column_name_that_the_header_repeats_is_refused(tmp_path):
+    # was: tensor([1.]), the first of the two columns named "a", without a word
+    (tmp_path / "dup.csv").write_text("a,b,a\n1,2,3\n4,5,6\n")
+    s, _ = session(base_dir=tmp_path)
+    with pytest.raises(DSLError) as e:
+        s.run('load("dup.csv", columns="a")')
+    assert '"a"' in str(e.value) and "0 and 2" in str(e.value)
+    assert s.run('load("dup.csv", columns="b")').tolist() == [2.0, 5.0]
+    assert s.run('load("dup.csv", columns=[2, 0])').tolist() == [[3.0, 1.0], [6.0, 4.0]]

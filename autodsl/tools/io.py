@@ -368,7 +368,12 @@ def _pick_columns(columns, names, ncols: int, fname: str):
                 hint = (" (did you mean " + " or ".join(f'"{x}"' for x in close) + "?)") if close else ""
                 raise IndexError_(f"load(): {_q(fname)} has no column named \"{c}\"{hint}; its columns are "
                                   + ", ".join(f'"{x}"' for x in names))
-            out.append(names.index(c))
+            where = [i for i, n in enumerate(names) if n == c]
+            if len(where) > 1:
+                raise IndexError_(f"load(): {_q(fname)} has several columns named \"{c}\" (numbers "
+                                  + ", ".join(map(str, where[:-1])) + f" and {where[-1]}); pick one by its "
+                                  "number (0 is the first)")
+            out.append(where[0])
         elif isinstance(c, int) and not isinstance(c, bool):
             if not -ncols <= c < ncols:
                 raise IndexError_(f"load(): column {c} is out of range: {_q(fname)} has {ncols} column"
