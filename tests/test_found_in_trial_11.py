@@ -327,3 +327,11 @@ def test_load_a_column_name_that_the_header_repeats_is_refused(tmp_path):
     assert '"a"' in str(e.value) and "0 and 2" in str(e.value)
     assert s.run('load("dup.csv", columns="b")').tolist() == [2.0, 5.0]
     assert s.run('load("dup.csv", columns=[2, 0])').tolist() == [[3.0, 1.0], [6.0, 4.0]]
+
+
+def test_fstring_field_with_a_comment_sign_is_refused():
+    # was: f"{1 # c}" printed 1, the rest of the field read as a comment (Python refuses it)
+    msg = message('print(f"{x # the loss}")')
+    assert "#" in msg and "f-string" in msg and ":1:12:" in msg
+    s, _ = session()
+    assert s.run("""f"{'#'} {1}" # a comment after the line""") == "# 1"

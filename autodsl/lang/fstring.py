@@ -111,6 +111,9 @@ def _field(token: str, open_at: int, body_end: int) -> tuple[Field, int]:
                 in_string = None
         elif ch in "\"'":
             in_string = ch
+        elif ch == "#":     # the language's comment sign would swallow the rest of the field
+            raise FStringError("a `#` cannot appear inside the `{ }` of an f-string (outside a string "
+                               "there): put the comment after the line", i)
         elif ch in _OPENERS:
             stack.append(_OPENERS[ch])
         elif stack and ch == stack[-1]:
