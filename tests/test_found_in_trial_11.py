@@ -335,3 +335,16 @@ def test_fstring_field_with_a_comment_sign_is_refused():
     assert "#" in msg and "f-string" in msg and ":1:12:" in msg
     s, _ = session()
     assert s.run("""f"{'#'} {1}" # a comment after the line""") == "# 1"
+
+
+def test_help_shows_a_tuple_default_as_the_list_a_script_writes():
+    # was: adam(params, lr=0.001, betas=(0.9, 0.999), ...): the language has no tuples
+    from autodsl.cli.repl import Repl
+    out = io.StringIO()
+    r = Repl(ad.Session(out=out), out=out)
+    r.handle(":help adam")
+    first = out.getvalue().splitlines()[0]
+    assert "betas=[0.9, 0.999]" in first and "(0.9, 0.999)" not in first
+    s, _ = session()
+    w = s.run("w = tensor([1.0], requires_grad=true); o = adam([w], betas=[0.9, 0.999]); o.betas")
+    assert list(w) == [0.9, 0.999]

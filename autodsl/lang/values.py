@@ -107,6 +107,8 @@ def param_text(sig: inspect.Signature) -> str:
             parts.append(p.name)
         elif isinstance(p.default, str):        # as it is typed: mode="warn", not mode=warn
             parts.append(f'{p.name}="{p.default}"')
+        elif isinstance(p.default, tuple):      # a script writes a list: betas=[0.9, 0.999]
+            parts.append(f"{p.name}={describe_value(list(p.default))}")
         else:
             parts.append(f"{p.name}={describe_value(p.default)}")
     return ", ".join(parts)
