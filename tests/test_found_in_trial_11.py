@@ -348,3 +348,20 @@ def test_help_shows_a_tuple_default_as_the_list_a_script_writes():
     s, _ = session()
     w = s.run("w = tensor([1.0], requires_grad=true); o = adam([w], betas=[0.9, 0.999]); o.betas")
     assert list(w) == [0.9, 0.999]
+
+
+def test_vars_describes_every_value_in_the_languages_words():
+    # was: g (CompiledFunction), c (Checkpoint), r (MinMaxResult) for sort's result, l (list),
+    # s (str), n (NoneType), rg (range): Python's class names
+    from autodsl.cli.repl import Repl
+    out = io.StringIO()
+    r = Repl(ad.Session(out=out), out=out)
+    for line in ['def f() { return 1 }', 'g = compile(f)', 'r = sort(tensor([2.0, 1.0]))',
+                 'l = [1, 2]', 's = "abc"', 'n = none', 'rg = range(3)', 'k = 3', ':vars']:
+        r.handle(line)
+    text = out.getvalue()
+    for py in ("CompiledFunction", "MinMaxResult", "(list)", "(str)", "NoneType", "(range)"):
+        assert py not in text, text
+    for words in ("f (def f())", "g (a function)", "r (a tuple)", "l (a list)", "s (a string)",
+                  "n (none)", "rg (a range)", "k (3)"):
+        assert words in text, text

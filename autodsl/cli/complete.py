@@ -28,6 +28,7 @@ from prompt_toolkit.document import Document
 
 from autodsl.lang.interpreter import NODE_ATTRIBUTES, UserFunction
 from autodsl.lang.parser import KEYWORDS
+from autodsl.lang.values import describe
 from autodsl.core.tensor import PUBLIC_ATTRIBUTES, PUBLIC_METHODS, Tensor
 
 __all__ = ["AutodslCompleter", "one_line_doc", "describe_binding", "call_context"]
@@ -74,8 +75,7 @@ def describe_binding(value) -> str:
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return repr(value)
-    # a type may name itself in the language's words ("an sgd optimizer"), not as its Python class
-    return getattr(type(value), "LANG_DESCRIPTION", None) or type(value).__name__
+    return describe(value)          # the language's words: "a list", "none", "an sgd optimizer"
 
 
 def _scan(text: str):
