@@ -365,3 +365,20 @@ def test_vars_describes_every_value_in_the_languages_words():
     for words in ("f (def f())", "g (a function)", "r (a tuple)", "l (a list)", "s (a string)",
                   "n (none)", "rg (a range)", "k (3)"):
         assert words in text, text
+
+
+# ---- x.to(other): torch's form that takes another tensor's dtype and device ------------------
+
+def test_to_another_tensor_takes_its_dtype():
+    # was: "expected a tensor or a number, got str" (the tensor compared with dtype names)
+    s, _ = session()
+    y = s.run("x = tensor([1.5, 2.5], requires_grad=true); y = x.to(tensor([1], dtype=int32)); y")
+    assert y.dtype == ad.int32 and y.tolist() == [1, 2]
+    z = s.run("z = x.to(tensor(0.0, dtype=float32)); (z * 2).sum().backward(); z")
+    assert z.dtype == ad.float32 and s.run("x.grad").tolist() == [2.0, 2.0]
+    assert s.run("x.to(x).dtype") == ad.float64
+
+
+def test_to_an_unknown_name_lists_devices_and_dtypes():
+    msg = message('tensor([1.0]).to("float16")')
+    assert "float16" in msg and "cpu" in msg and "float32" in msg

@@ -21,6 +21,8 @@ from autodsl.ops.inplace import inplace, refresh_view
 from autodsl.ops.movement import sum_to
 from autodsl.ops.registry import install, to_op
 from autodsl.backend import DType
+from autodsl.core.tensor import Tensor
+from autodsl.errors import DeviceError, TypeError_
 
 
 def _r(fn):
@@ -40,10 +42,21 @@ def _mT(self):
     return M.transpose(self, -1, -2)
 
 
+_DTYPE_NAMES = ("float32", "float64", "int32", "int64", "bool")
+
+
 def _to(self, device=None, dtype=None):
-    """``x.to("cuda")``, ``x.to(float32)``, ``x.to(device=..., dtype=...)``, as in PyTorch."""
-    if dtype is None and (isinstance(device, DType) or device in ("float32", "float64", "int32", "int64", "bool")):
+    """``x.to("cuda")``, ``x.to(float32)``, ``x.to(device=..., dtype=...)``, ``x.to(other)``
+    (other's dtype and device), as in PyTorch."""
+    if isinstance(device, Tensor):
+        if dtype is not None:
+            raise TypeError_("x.to(other) takes other's dtype and device; give no dtype= with it")
+        device, dtype = device.device, device.dtype
+    elif dtype is None and (isinstance(device, DType) or device in _DTYPE_NAMES):
         device, dtype = None, device
+    elif isinstance(device, str) and device.strip().lower() not in ("cpu", "cuda", "cuda:0", "gpu"):
+        raise DeviceError(f"x.to({device!r}): {device!r} is neither a device ('cpu', 'cuda') nor a dtype "
+                          f"({', '.join(_DTYPE_NAMES)})")
     return to_op(self, device=device, dtype=dtype)
 
 
