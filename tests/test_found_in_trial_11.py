@@ -382,3 +382,10 @@ def test_to_another_tensor_takes_its_dtype():
 def test_to_an_unknown_name_lists_devices_and_dtypes():
     msg = message('tensor([1.0]).to("float16")')
     assert "float16" in msg and "cpu" in msg and "float32" in msg
+
+
+def test_arithmetic_on_a_values_indices_pair_says_to_pick_one():
+    # was: "cannot apply `+` to a tuple and a number", with no word of .values
+    msg = message("r = max(tensor([[1.0, 5.0]]), 1); r + 1")
+    assert "r.values" in msg or ".values" in msg
+    assert "values" in message("sort(tensor([2.0, 1.0])) * tensor([1.0, 1.0])")

@@ -606,6 +606,9 @@ class Interpreter:
             hint = ": use f\"loss {x}\" to put a number into a string (`{x:.4f}` for 4 decimals)"
         elif a is None or b is None:
             hint = " (one side is `none`: for example `.grad` is none until backward has run)"
+        elif any(isinstance(v, tuple) and hasattr(v, "values") and hasattr(v, "indices") for v in (a, b)):
+            hint = (": sort, topk and max/min over a dim give (values, indices); pick one with "
+                    "`.values` or `[0]` (`max(x, 1).values + 1`)")
         raise TypeError_(f"cannot apply `{op}` to {describe(a)} and {describe(b)}{hint}")
 
     def binop(self, op: str, a, b, pos: tuple):
