@@ -389,3 +389,29 @@ def test_arithmetic_on_a_values_indices_pair_says_to_pick_one():
     msg = message("r = max(tensor([[1.0, 5.0]]), 1); r + 1")
     assert "r.values" in msg or ".values" in msg
     assert "values" in message("sort(tensor([2.0, 1.0])) * tensor([1.0, 1.0])")
+
+
+# ---- compile(fn) and files: a replay would skip the read or the write ------------------------
+
+def test_compiled_function_that_saves_writes_every_call(tmp_path):
+    # was: the file held the first call's tensor ([1.]) after three calls: replays skipped save()
+    s, out = session(base_dir=tmp_path)
+    s.run('def f(x) { save(x, "c.npy"); return x * 2 }; g = compile(f); '
+          'for v in [1.0, 2.0, 3.0] { g(tensor([v])) }')
+    assert np.load(tmp_path / "c.npy").tolist() == [3.0]
+    assert s.run("g.stats")["replayed"] == 0 and "save()" in s.run("g.eager_reason")
+
+
+def test_compiled_function_that_loads_reads_the_file_again(tmp_path):
+    # was: tensor([1.]) after the file was saved with [10.]: the replay kept the first read
+    np.save(tmp_path / "c.npy", np.array([1.0]))
+    s, _ = session(base_dir=tmp_path)
+    s.run('def f(x) { return x * load("c.npy") }; g = compile(f); a = g(tensor([1.0]))')
+    np.save(tmp_path / "c.npy", np.array([10.0]))
+    assert s.run("g(tensor([1.0]))").tolist() == [10.0]
+    assert s.run("a").tolist() == [1.0]
+
+
+def test_include_path_example_names_a_script():
+    msg = message("include(3)")
+    assert '"lib.ad"' in msg and "data.csv" not in msg

@@ -17,7 +17,8 @@ the outer program). Python reading a tensor's values (``item``, ``if``, ``tolist
 
 What Python does besides tensor operations (printing, appending to a list) happens during
 the captured call only, as with ``jax.jit``; a function whose result must be recomputed
-from fresh random numbers cannot be compiled (it runs eagerly, and says so).
+from fresh random numbers, or that reads or writes a file (``load``, ``save``, ``include``),
+cannot be compiled (it runs eagerly, and says so).
 """
 from __future__ import annotations
 

@@ -66,15 +66,21 @@ def base_dir() -> str:
 
 
 def resolve_path(path, what: str) -> str:
-    """``path`` (a string) made relative to ``base_dir()``, after the files permission check.
+    """``path`` (a string) made relative to ``base_dir()``, after the files permission check;
+    inside a capture of ``compile`` the call then runs eagerly for good (a file is read or
+    written on every call, which a replay would skip).
 
     Raises TypeError_ for a path that is not a string, RuntimeError_ under ``files=False``."""
     if isinstance(path, os.PathLike):
         path = os.fspath(path)
     if not isinstance(path, str) or not path:
-        raise TypeError_(f'{what}(): the path must be a file name in quotes such as "data.csv", '
+        example = "lib.ad" if what == "include" else "data.csv"
+        raise TypeError_(f'{what}(): the path must be a file name in quotes such as "{example}", '
                          f"not {_kind(path)}")
     check_files(what)
+    cap = current().capture
+    if cap is not None:     # inside compile(fn): a replay would not read or write the file again
+        cap.fail(f"it calls {what}(), which reads or writes a file on every call")
     return os.path.join(base_dir(), os.path.expanduser(path))
 
 
