@@ -415,3 +415,12 @@ def test_compiled_function_that_loads_reads_the_file_again(tmp_path):
 def test_include_path_example_names_a_script():
     msg = message("include(3)")
     assert '"lib.ad"' in msg and "data.csv" not in msg
+
+
+def test_compiled_function_that_reads_a_param_sees_a_new_value():
+    # was: tensor([1.]) after s = 5.0: the replay kept the value param() gave at the capture
+    s, _ = session()
+    s.run('def f(x) { return x * param("s", 1.0) }; g = compile(f); a = g(tensor([1.0]))')
+    s.run("s = 5.0")
+    assert s.run("g(tensor([1.0]))").tolist() == [5.0]
+    assert s.run("a").tolist() == [1.0] and "param()" in s.run("g.eager_reason")

@@ -23,6 +23,7 @@ import operator
 import sys
 from typing import Any, Callable
 
+from autodsl.context import current
 from autodsl.errors import TypeError_
 import autodsl
 from autodsl.core.display import format_value
@@ -91,6 +92,9 @@ def make_builtins(get_out: Callable[[], Any] | None = None,
         Where `default` is a string, a number given is taken as its text (``--set name=3``: "3")."""
         if not isinstance(name, str):
             raise TypeError_('param() needs the parameter\'s name as a string: param("lr", 0.01)')
+        cap = current().capture
+        if cap is not None:     # inside compile(fn): the variable it reads is no guard of the replay
+            cap.fail("it calls param(), which reads a variable by its name on every call")
         interp = get_interp() if get_interp is not None else None
         scope = getattr(interp, "globals", None)
         values = getattr(scope, "vars", {})
