@@ -424,3 +424,13 @@ def test_compiled_function_that_reads_a_param_sees_a_new_value():
     s.run("s = 5.0")
     assert s.run("g(tensor([1.0]))").tolist() == [5.0]
     assert s.run("a").tolist() == [1.0] and "param()" in s.run("g.eager_reason")
+
+
+def test_a_numpy_array_given_as_a_variable_is_named_so():
+    # was: "a ndarray has no attribute `sum`; it has no attributes" (NumPy's class name)
+    s, _ = session()
+    with pytest.raises(DSLError) as e:
+        s.run("y.sum()", variables={"y": np.array([1.0, 2.0])})
+    msg = str(e.value)
+    assert "ndarray" not in msg and "NumPy array" in msg and "tensor(" in msg
+    assert s.run("y.sum()", variables={"y": ad.tensor(np.array([1.0, 2.0]))}).item() == 3.0

@@ -47,6 +47,8 @@ def describe(v) -> str:
     text = getattr(type(v), "LANG_DESCRIPTION", None)      # a type may name itself ("an sgd optimizer")
     if text is not None:
         return text
+    if type(v).__name__ == "ndarray":       # given from Python (Session.run(variables=...))
+        return "a NumPy array (give the session a tensor instead: autodsl.tensor(array))"
     return f"a {type(v).__name__}"
 
 
