@@ -434,3 +434,13 @@ def test_a_numpy_array_given_as_a_variable_is_named_so():
     msg = str(e.value)
     assert "ndarray" not in msg and "NumPy array" in msg and "tensor(" in msg
     assert s.run("y.sum()", variables={"y": ad.tensor(np.array([1.0, 2.0]))}).item() == 3.0
+
+
+def test_einsum_of_one_list_literal_is_one_operand():
+    # was: "einsum: the equation 'ii' has 1 operand(s) but 2 tensor(s) were given": the rows of
+    # the list literal were read as torch's list of operands
+    s, _ = session()
+    assert s.run('einsum("ii", [[1.0, 2.0], [3.0, 4.0]])').item() == 5.0
+    assert s.run('einsum("i,i", [1.0, 2.0], [3.0, 4.0])').item() == 11.0
+    a = s.run('a = tensor([[1.0, 2.0], [3.0, 4.0]]); einsum("ij,jk", [a, a])')
+    assert a.tolist() == [[7.0, 10.0], [15.0, 22.0]]

@@ -20,7 +20,7 @@ import math
 
 from autodsl.backend import copy as _copy
 from autodsl.backend import may_share_memory, namespace_of, writeable
-from autodsl.core.tensor import as_tensor
+from autodsl.core.tensor import Tensor, as_tensor
 from autodsl.errors import ShapeError, TypeError_, ValueError_
 from autodsl.ops.formula import define
 from autodsl.ops.registry import Op, apply, defop
@@ -263,8 +263,9 @@ def einsum(equation, *operands):
     equation and ShapeError when it does not fit the shapes. Gradients: Note [one einsum].
     Example: ``einsum("ij,jk->ik", a, b)``
     """
-    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
-        operands = tuple(operands[0])
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)) and operands[0] \
+            and all(isinstance(t, Tensor) for t in operands[0]):
+        operands = tuple(operands[0])       # torch's list of operands (a list of numbers is data)
     if not operands:
         raise ValueError_("einsum needs at least one tensor after the equation")
     ts = [as_tensor(t) for t in operands]
