@@ -444,3 +444,15 @@ def test_einsum_of_one_list_literal_is_one_operand():
     assert s.run('einsum("i,i", [1.0, 2.0], [3.0, 4.0])').item() == 11.0
     a = s.run('a = tensor([[1.0, 2.0], [3.0, 4.0]]); einsum("ij,jk", [a, a])')
     assert a.tolist() == [[7.0, 10.0], [15.0, 22.0]]
+
+
+@pytest.mark.parametrize("word", ["while", "break", "for", "no_grad", "%", "//", "f-string", "^"])
+def test_help_on_a_keyword_or_operator_shows_the_language(word):
+    # was: "no built-in or topic named 'while' (did you mean `where`?); :help lists them"
+    from autodsl.cli.repl import TOPICS, Repl
+    out = io.StringIO()
+    r = Repl(ad.Session(out=out), out=out)
+    r.handle(f":help {word}")
+    text = out.getvalue()
+    assert "no built-in or topic" not in text and f"`{word}` is part of the language" in text
+    assert TOPICS["language"] in text

@@ -36,7 +36,7 @@ from prompt_toolkit.validation import ValidationError, Validator
 
 from autodsl.errors import DSLError, ValueError_
 from autodsl.lang.values import param_text
-from autodsl.lang.parser import is_incomplete
+from autodsl.lang.parser import KEYWORDS, is_incomplete
 from autodsl.ops import REGISTRY
 from autodsl.cli.complete import AutodslCompleter
 from autodsl.cli.lexer import AutodslLexer
@@ -256,6 +256,10 @@ class Repl:
             return
         if arg in TOPICS:
             self.write(TOPICS[arg])
+            return
+        if arg in KEYWORDS or arg in _SYNTAX_WORDS:      # :help while, :help %: no built-in of that name
+            self.write(f"`{arg}` is part of the language, not a built-in; its summary (:help language):\n"
+                       + TOPICS["language"])
             return
         if arg == "commands":
             self.write("\n".join(self.usage(c) for c in self.commands))
@@ -564,6 +568,11 @@ class Repl:
 
 # ---- small helpers ---------------------------------------------------------------------
 _MIN_PREFIX = {":reset": 4}
+
+
+# operators and forms that :help explains with the language's summary
+_SYNTAX_WORDS = frozenset({"+", "-", "*", "/", "//", "%", "^", "@", "==", "!=", "<", "<=", ">", ">=",
+                           "+=", "-=", "*=", "/=", "//=", "%=", "f-string", "f-strings", "fstring", "{}"})
 
 
 def _b(v: bool) -> str:
