@@ -456,3 +456,18 @@ def test_help_on_a_keyword_or_operator_shows_the_language(word):
     text = out.getvalue()
     assert "no built-in or topic" not in text and f"`{word}` is part of the language" in text
     assert TOPICS["language"] in text
+
+
+@pytest.mark.parametrize("fn", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("src, dtype", [("tensor([1, 2], dtype=int64)", "int32"),
+                                        ("tensor([true, true])", "int32"),
+                                        ("tensor([1.5, 2.0])", "int32"),
+                                        ("tensor([1, 2], dtype=int32)", "int32")])
+def test_cumsum_cumprod_with_an_integer_dtype_keep_it(fn, src, dtype):
+    # was: int64 whatever dtype= said (the input converted, then summed in int64 as without dtype)
+    torch = pytest.importorskip("torch")
+    s, _ = session()
+    got = s.run(f"{fn}({src}, 0, dtype={dtype})")
+    ref = getattr(torch, fn)(torch.tensor(s.run(src).tolist()), 0, dtype=getattr(torch, dtype))
+    assert got.dtype.name == dtype and got.tolist() == ref.tolist()
+    assert s.run(f"{fn}({src}, 0).dtype").name in ("int64", "float64")

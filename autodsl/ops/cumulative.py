@@ -105,6 +105,12 @@ def _cumprod_grad_with_zeros(x, out, g, d):
     return transpose(before * inner, d, -1)
 
 
+def _keep(out, dtype):
+    """torch: an integer ``dtype=`` is the result's dtype too (int32 stays int32, not the int64
+    that integers accumulate in without it)."""
+    return out if dtype is None else to_op(out, dtype=dtype)
+
+
 def _as(input, dtype):
     """torch's ``dtype=``: the input converted first (recorded, so a floating input keeps its gradient)."""
     return input if dtype is None else to_op(as_tensor(input), dtype=dtype)
@@ -136,11 +142,11 @@ def cumsum(input, dim, dtype=None):
     """Running sums along ``dim``: ``cumsum(tensor([1, 2, 3]), 0)`` is ``[1, 3, 6]``. Bools and
     integers sum in int64; ``dtype=`` converts the input first. The gradient is grad summed from
     the end. Example: ``cumsum(x, dim=0)``"""
-    return apply(Cumsum, _as(input, dtype), dim=dim)
+    return _keep(apply(Cumsum, _as(input, dtype), dim=dim), dtype)
 
 
 def cumprod(input, dim, dtype=None):
     """Running products along ``dim``: ``cumprod(tensor([1, 2, 3]), 0)`` is ``[1, 2, 6]``;
     ``dtype=`` converts the input first. The gradient is PyTorch's, also where the input has
     zeros (the products of the other elements). Example: ``cumprod(x, dim=0)``"""
-    return apply(Cumprod, _as(input, dtype), dim=dim)
+    return _keep(apply(Cumprod, _as(input, dtype), dim=dim), dtype)
