@@ -471,3 +471,14 @@ def test_cumsum_cumprod_with_an_integer_dtype_keep_it(fn, src, dtype):
     ref = getattr(torch, fn)(torch.tensor(s.run(src).tolist()), 0, dtype=getattr(torch, dtype))
     assert got.dtype.name == dtype and got.tolist() == ref.tolist()
     assert s.run(f"{fn}({src}, 0).dtype").name in ("int64", "float64")
+
+
+def test_save_under_a_file_as_if_a_directory_says_so(tmp_path):
+    # was: 'save(): cannot write "ok.csv/x.npy": Not a directory' (the system's words)
+    (tmp_path / "ok.csv").write_text("1\n")
+    s, _ = session(base_dir=tmp_path)
+    for src in ('save(tensor([1.0]), "ok.csv/x.npy")', 'load("ok.csv/x.npy")'):
+        with pytest.raises(DSLError) as e:
+            s.run(src)
+        msg = str(e.value)
+        assert "Not a directory" not in msg and "is a file, not a directory" in msg and '"' in msg

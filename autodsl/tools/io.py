@@ -122,6 +122,12 @@ def _open_error(fname: str, what: str, err: OSError) -> DSLError:
         return ValueError_(f"{what}(): {_q(fname)} is a directory, not a file")
     if isinstance(err, PermissionError):
         return ValueError_(f"{what}(): permission denied for {_q(fname)}")
+    if isinstance(err, NotADirectoryError):
+        parent = os.path.dirname(fname)
+        while parent and not os.path.isfile(parent):
+            parent = os.path.dirname(parent)
+        return ValueError_(f"{what}(): {_q(parent or fname)} is a file, not a directory, so {_q(fname)} "
+                           "cannot be under it; check the path")
     return ValueError_(f"{what}(): cannot {'write' if what == 'save' else 'read'} {_q(fname)}: "
                        f"{err.strerror or err}")
 
