@@ -482,3 +482,10 @@ def test_save_under_a_file_as_if_a_directory_says_so(tmp_path):
             s.run(src)
         msg = str(e.value)
         assert "Not a directory" not in msg and "is a file, not a directory" in msg and '"' in msg
+
+
+@pytest.mark.parametrize("ch, code", [("\x00", "U+0000"), ("\u200b", "U+200B"), ("\x07", "U+0007")])
+def test_an_invisible_character_is_named_by_its_code(ch, code):
+    # was: "unexpected character ` `" with the invisible character between the backticks
+    msg = message(f"x = 1{ch}\n")
+    assert code in msg and ch not in msg.splitlines()[0]
