@@ -9,8 +9,17 @@ NumPy is marked ``@pytest.mark.numpy_only("why")`` and skips there with that rea
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import pytest
+
+# The benchmarks package (the GradBench tool, the GPU check) is tested from the checkout. Its
+# folder goes at the END of sys.path, so that `autodsl` is still the installed package when
+# pytest runs as `python -P` against a (compiled) install.
+_ROOT = str(Path(__file__).resolve().parents[1])
+if _ROOT not in sys.path:
+    sys.path.append(_ROOT)
 
 
 def pytest_addoption(parser):
