@@ -321,11 +321,7 @@ class Interpreter:
         try:
             for done, item in enumerate(items, 1):
                 scope.vars[stmt.var] = item
-                try:
-                    self.exec_block(stmt.body)
-                except _Continue:
-                    pass
-                except _Break:
+                if not self._iteration(stmt.body):
                     break
                 if report is not None:
                     report(done, total)
@@ -345,19 +341,23 @@ class Interpreter:
                     ok = truth(cond)
                 except DSLError as e:
                     raise self._attach(e, stmt.cond)
-                if not ok:
-                    break
-                try:
-                    self.exec_block(stmt.body)
-                except _Continue:
-                    pass
-                except _Break:
+                if not ok or not self._iteration(stmt.body):
                     break
                 done += 1
                 if report is not None:
                     report(done, None)
         finally:
             self.loop_depth -= 1
+
+    def _iteration(self, body) -> bool:
+        """Run one pass of a loop's body; False when `break` left the loop."""
+        try:
+            self.exec_block(body)
+        except _Continue:
+            pass
+        except _Break:
+            return False
+        return True
 
     def exec_Break(self, stmt: A.Break):
         raise _Break

@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 
 from autodsl.core.display import format_value
+from autodsl.core.replay import value_kind
 from autodsl.core.tensor import Tensor
 from autodsl.errors import TypeError_, ValueError_
 
@@ -20,19 +21,14 @@ _EXAMPLES = "use Python's format mini-language, e.g. `.4f`, `.3e`, `8.2f`, `>10`
 
 
 def _what(v) -> str:
-    if v is None:
-        return "none"
-    if isinstance(v, bool):
-        return "a boolean"
-    if isinstance(v, (int, float)):
-        return "a number"
+    """value_kind's words, and the containers and functions format() also meets."""
     if isinstance(v, list):
         return "a list"
     if isinstance(v, tuple):
         return "a shape" if all(isinstance(d, int) for d in v) else "a tuple"
-    if callable(v):
+    if callable(v) and not isinstance(v, Tensor):
         return "a function"
-    return f"a {type(v).__name__}"
+    return value_kind(v)
 
 
 def format(value, format_spec: str = "") -> str:
