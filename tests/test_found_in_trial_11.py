@@ -402,6 +402,19 @@ def test_compiled_function_that_saves_writes_every_call(tmp_path):
     assert s.run("g.stats")["replayed"] == 0 and "save()" in s.run("g.eager_reason")
 
 
+def test_compiled_function_that_writes_a_dot_file_writes_every_call(tmp_path):
+    # was: replays skipped dot(), so the file kept the first call's graph
+    s, out = session()
+    f = (tmp_path / "g.dot").as_posix()
+    s.run(f'def f(x) {{ y = (x * 2).sum(); dot(y, "{f}"); return y }}; g = compile(f); '
+          'w = tensor([1.0], requires_grad=true); g(w); g(w)')
+    first = (tmp_path / "g.dot").read_text()
+    (tmp_path / "g.dot").unlink()
+    s.run("g(w)")
+    assert (tmp_path / "g.dot").read_text() == first
+    assert s.run("g.stats")["replayed"] == 0 and "dot()" in s.run("g.eager_reason")
+
+
 def test_compiled_function_that_loads_reads_the_file_again(tmp_path):
     # was: tensor([1.]) after the file was saved with [10.]: the replay kept the first read
     np.save(tmp_path / "c.npy", np.array([1.0]))
@@ -489,3 +502,13 @@ def test_an_invisible_character_is_named_by_its_code(ch, code):
     # was: "unexpected character ` `" with the invisible character between the backticks
     msg = message(f"x = 1{ch}\n")
     assert code in msg and ch not in msg.splitlines()[0]
+
+
+def test_cuda_without_cupy_says_so_in_the_languages_words():
+    # was: "... not installed or failed to import (ModuleNotFoundError: No module named 'cupy') ..."
+    import importlib.util
+    if importlib.util.find_spec("cupy") is not None:
+        pytest.skip("CuPy is installed here: the message for a missing CuPy cannot be seen")
+    msg = message('x = tensor([1.0]); x.to("cuda")')
+    assert "CuPy, which is not installed" in msg and "pip install autodsl[gpu]" in msg
+    assert "ModuleNotFoundError" not in msg and "No module named" not in msg

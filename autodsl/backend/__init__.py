@@ -349,11 +349,19 @@ def _load_cupy():
     if _cupy is None:
         try:
             import cupy  # noqa: PLC0415  (lazy: only when cuda is asked for)
-        except Exception as e:  # noqa: BLE001
+        except ModuleNotFoundError as e:
+            if e.name not in ("cupy", None):
+                raise DeviceError(f"device 'cuda' needs CuPy, which is installed but could not load "
+                                  f"the module {e.name}; reinstall CuPy for this machine's CUDA "
+                                  "(`pip install autodsl[gpu]`), or use device='cpu'") from None
+            raise DeviceError("device 'cuda' needs CuPy, which is not installed; install it with "
+                              "`pip install autodsl[gpu]` on a machine with an NVIDIA GPU, or use "
+                              "device='cpu'") from None
+        except Exception as e:  # noqa: BLE001  (a broken install: its own words are the clue)
             raise DeviceError(
-                "device 'cuda' needs CuPy, which is not installed or failed to import "
-                f"({type(e).__name__}: {e}); install it with `pip install autodsl[gpu]` "
-                "on a machine with an NVIDIA GPU, or use device='cpu'") from None
+                "device 'cuda' needs CuPy, which is installed but failed to load "
+                f"({e}); reinstall CuPy for this machine's CUDA (`pip install autodsl[gpu]`), "
+                "or use device='cpu'") from None
         try:
             n = cupy.cuda.runtime.getDeviceCount()
         except Exception as e:  # noqa: BLE001

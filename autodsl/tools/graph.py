@@ -415,6 +415,9 @@ def dot(x, file=None, names=None) -> str:
     if not current().files_allowed:
         raise RuntimeError_("dot(): this session may not write files (Session(files=False)); "
                             "call dot(x) without a file to get the DOT text")
+    cap = current().capture
+    if cap is not None:     # inside compile(fn): a replay would not write the file again
+        cap.fail("it calls dot() with a file, which is written on every call")
     path = Path(file)
     ext = path.suffix.lower().lstrip(".")
     if ext in ("dot", "gv"):
