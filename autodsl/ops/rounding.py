@@ -141,22 +141,19 @@ class _IntegerDivision(Op):
 class FloorDivide(_IntegerDivision):
     """floor(a / b) (Python's //), broadcasting."""
     __slots__ = ()
+    what = "floor_divide"       # the function its errors name
 
     def forward(self, a, b):
-        _no_bool("floor_divide", a, b)
-        _no_integer_zero("floor_divide", a, b)
+        _no_bool(self.what, a, b)
+        _no_integer_zero(self.what, a, b)
         return _xp(a).floor_divide(a, b)
 
 
 @defop("div_floor", node_name="DivBackward", public=False)
-class DivFloor(_IntegerDivision):
-    """div(a, b, rounding_mode="floor"): floor(a / b)."""
+class DivFloor(FloorDivide):
+    """div(a, b, rounding_mode="floor"): floor(a / b), as floor_divide, recorded as div's."""
     __slots__ = ()
-
-    def forward(self, a, b):
-        _no_bool("div", a, b)
-        _no_integer_zero("div", a, b)
-        return _xp(a).floor_divide(a, b)
+    what = "div"
 
 
 @defop("div_trunc", node_name="DivBackward", public=False)
