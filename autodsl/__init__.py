@@ -15,7 +15,7 @@ from autodsl.backend import bool_ as bool  # noqa: A001  (the dtype, named as in
 from autodsl.ops.creation import (arange, eye, full, linspace, ones, ones_like, rand, randn, seed, tensor,
                        zeros, zeros_like)
 from autodsl.errors import (AutogradError, DeviceError, DSLError, DTypeError, IndexError_, NameError_,
-                     ParseError, RuntimeError_, ShapeError, TypeError_, ValueError_)
+                     LimitError, ParseError, RuntimeError_, ShapeError, TypeError_, ValueError_)
 from autodsl.tools.functional import hessian, hvp, jacobian, jvp, vhp, vjp
 from autodsl.tools.check import check, gradcheck, gradgradcheck
 from autodsl.core.autograd import grad
@@ -105,5 +105,5 @@ __all__ = [
     "Session", "REGISTRY",
     # errors
     "DSLError", "ParseError", "NameError_", "ShapeError", "DTypeError", "DeviceError",
-    "AutogradError", "ValueError_", "TypeError_", "IndexError_", "RuntimeError_",
+    "AutogradError", "ValueError_", "TypeError_", "IndexError_", "RuntimeError_", "LimitError",
 ]

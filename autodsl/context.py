@@ -55,12 +55,13 @@ class RunContext:
     * ``owns_defaults`` (True): the dtype and device above are this context's own (``DEFAULT``'s
       and a Session's); a thread's context uses ``DEFAULT``'s instead.
     * ``capture`` (None): while ``compile`` records a call, what records it (``core/capture.py``).
+    * ``limits`` (None): the run's resource limits and usage (``core/limits.py``), or None.
     """
 
     __slots__ = ("grad_enabled", "pos", "ieee_depth", "in_pass", "quiet", "anomaly", "journal",
                  "names", "files_allowed", "base_dir", "trace_enabled", "trace_sink", "trace_printer",
                  "last_trace", "last_backward", "breaks", "loop_progress", "language", "default_dtype",
-                 "default_device", "owns_defaults", "capture")
+                 "default_device", "owns_defaults", "capture", "limits")
 
     def __init__(self, **fields):
         self.grad_enabled = True
@@ -85,6 +86,7 @@ class RunContext:
         self.default_device = "cpu"
         self.owns_defaults = True
         self.capture = None
+        self.limits = None
         for k, v in fields.items():
             setattr(self, k, v)
 

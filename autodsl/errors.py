@@ -16,7 +16,7 @@ from autodsl.source import caller_line
 __all__ = [
     "DSLError", "ParseError", "NameError_", "ShapeError", "DTypeError",
     "DeviceError", "AutogradError", "ValueError_", "TypeError_", "IndexError_",
-    "RuntimeError_",
+    "RuntimeError_", "LimitError",
 ]
 
 
@@ -175,3 +175,8 @@ class IndexError_(DSLError):
 class RuntimeError_(DSLError):
     """Anything else that went wrong while running, including internal faults."""
     category = "runtime"
+
+
+class LimitError(DSLError):
+    """A run went past one of its session's resource limits (time, steps or memory)."""
+    category = "limit"
