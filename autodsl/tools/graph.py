@@ -437,7 +437,9 @@ def dot(x, file=None, names=None) -> str:
     # interrupted or failed run never leaves a half-written picture.
     partial = path.with_name(f".{path.name}.partial")
     try:
-        proc = subprocess.run([exe, f"-T{ext}", str(dot_path), "-o", str(partial)],
+        # The DOT text goes in on stdin and the picture out through an absolute path: a file name
+        # on Graphviz's command line that began with `-` (`-Tx.svg`) would be read as an option.
+        proc = subprocess.run([exe, f"-T{ext}", "-o", os.path.abspath(partial)], input=text,
                               capture_output=True, text=True, timeout=300, check=False)
         if proc.returncode == 0:
             os.replace(partial, path)
