@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 from contextvars import ContextVar
 
-__all__ = ["RunContext", "DEFAULT", "current", "current_or_none", "use", "scoped"]
+__all__ = ["RunContext", "DEFAULT", "current", "current_or_none", "use", "scoped", "call_in"]
 
 
 class RunContext:
@@ -56,12 +56,16 @@ class RunContext:
       and a Session's); a thread's context uses ``DEFAULT``'s instead.
     * ``capture`` (None): while ``compile`` records a call, what records it (``core/capture.py``).
     * ``limits`` (None): the run's resource limits and usage (``core/limits.py``), or None.
+    * ``host_entry`` (None): a Session's ``Session.context``, the one way a call from outside its
+      runs (the host calling a script's function, hook or compiled function) enters it (``call_in``).
+    * ``rng`` ({}): the random generators by device ("cpu": NumPy's, "cuda": CuPy's) and the last
+      ``seed`` (key "seed"); a thread's context draws from ``DEFAULT``'s, a Session from its own.
     """
 
     __slots__ = ("grad_enabled", "pos", "ieee_depth", "in_pass", "quiet", "anomaly", "journal",
                  "names", "files_allowed", "base_dir", "trace_enabled", "trace_sink", "trace_printer",
                  "last_trace", "last_backward", "breaks", "loop_progress", "language", "default_dtype",
-                 "default_device", "owns_defaults", "capture", "limits")
+                 "default_device", "owns_defaults", "capture", "limits", "host_entry", "rng")
 
     def __init__(self, **fields):
         self.grad_enabled = True
@@ -87,6 +91,8 @@ class RunContext:
         self.owns_defaults = True
         self.capture = None
         self.limits = None
+        self.host_entry = None
+        self.rng = {}
         for k, v in fields.items():
             setattr(self, k, v)
 
@@ -154,3 +160,16 @@ class scoped:
         for k, v in self._old.items():
             setattr(ctx, k, v)
         return False
+
+
+def call_in(ctx: RunContext | None, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` run under ``ctx``, the context a function value was made in.
+
+    A caller outside ``ctx`` (the host calling a Session's function, or its backward running a
+    hook a script registered) enters it through ``ctx.host_entry`` (``Session.context``), so the
+    session's files permission, dtype, device, names, generator and limits hold there too; a
+    caller already inside, or a ``ctx`` with no entry (the Python API's), calls ``fn`` directly."""
+    if ctx is None or ctx.host_entry is None or _get() is ctx:
+        return fn(*args, **kwargs)
+    with ctx.host_entry():
+        return fn(*args, **kwargs)

@@ -65,7 +65,8 @@ class Session:
         # The session's run context: its defaults, trace, anomaly mode, names, files
         # permission and last backward, current while its code runs (see autodsl.context).
         self._ctx = RunContext(language=1, names=lambda: self.namespace,
-                               trace_sink=self._set_last_trace, trace_printer=self._print_trace)
+                               trace_sink=self._set_last_trace, trace_printer=self._print_trace,
+                               host_entry=self.context)
         self.device = device
         self.dtype = dtype
         self.anomaly = anomaly
@@ -157,6 +158,35 @@ class Session:
         program = source if isinstance(source, A.Program) else self.parse(source, filename)
         for name, value in (variables or {}).items():
             self[name] = value
+        seen: set = set()
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", UserWarning)
+            warnings.showwarning = self._make_warning_handler(program, seen)
+            with self.context():
+                value, _ = self._interp.run(program)
+        return value
+
+    @contextlib.contextmanager
+    def context(self):
+        """The one way into the session: make its run context current (its default device
+        and dtype, random generator, trace, anomaly mode, variable names, files permission,
+        limits and last backward, and the language's positions for errors) and raise Python's
+        recursion limit for the language's nesting, restoring both on exit.
+
+        ``run()`` enters through it, REPL commands that call built-ins directly (``:step``)
+        do, and so does every call into the session's code from outside a run: a script's
+        function called from Python (``s["f"](x)``), a hook a script registered run by the
+        host's ``backward()`` or ``grad()``, a compiled function, the text of a function
+        value; they reach it as the run context's ``host_entry`` (``autodsl.context.call_in``).
+        Entering from inside is free (nothing is set twice). The caller's grad mode and
+        progress display carry over into it."""
+        ctx = self._ctx
+        outer = current()
+        if outer is ctx:            # already inside (a REPL command around a run, a nested call)
+            yield self
+            return
+        ctx.grad_enabled = outer.grad_enabled
+        ctx.loop_progress = outer.loop_progress
         # A script builds graphs of many small objects, and every young-generation collection
         # walks them: collect less often while it runs (restored afterwards).
         gc_threshold = gc.get_threshold()
@@ -165,35 +195,13 @@ class Session:
         old_limit = sys.getrecursionlimit()
         if old_limit < _RECURSION_LIMIT:
             sys.setrecursionlimit(_RECURSION_LIMIT)
-        seen: set = set()
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("always", UserWarning)
-                warnings.showwarning = self._make_warning_handler(program, seen)
-                with self.context():
-                    value, _ = self._interp.run(program)
-            return value
+            with use(ctx), ieee():
+                yield self
         finally:
             if old_limit < _RECURSION_LIMIT:
                 sys.setrecursionlimit(old_limit)
             gc.set_threshold(*gc_threshold)
-
-    @contextlib.contextmanager
-    def context(self):
-        """Make the session's run context current: its default device and dtype, trace,
-        anomaly mode, variable names, files permission and last backward, and the language's
-        positions for errors. ``run()`` uses it; so do REPL commands that call built-ins
-        directly (``:step``), so that they behave as the same code typed as a statement.
-        The caller's grad mode and progress display carry over into it."""
-        ctx = self._ctx
-        outer = current()
-        if outer is ctx:            # already inside (a REPL command around a run)
-            yield self
-            return
-        ctx.grad_enabled = outer.grad_enabled
-        ctx.loop_progress = outer.loop_progress
-        with use(ctx), ieee():
-            yield self
 
     def _print_trace(self, text: str) -> None:
         out = self.out if self.out is not None else sys.stdout

@@ -48,7 +48,6 @@ ALLOWED_GLOBALS = {
     "autodsl.backend:_ZEROS": "memo cache: one shared 0-d zero per dtype",
     "autodsl.backend:_BY_ID": "memo cache: dtype object -> DType",
     "autodsl.backend:_KIND": "memo cache: dtype object -> kind letter",
-    "autodsl.backend:_rng": "the random generators: one per device for the process, as PyTorch's",
     "autodsl.backend:_namespaces": "memo cache of loaded array namespaces",
     "autodsl.backend:_native_tables": "memo cache of each namespace's dtype objects",
     "autodsl.backend:_BY_DTYPE_CLASS": "memo cache of dtype lookups",

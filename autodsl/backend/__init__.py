@@ -722,18 +722,25 @@ def fp_errors_restore(token) -> None:
 
 
 # -- random numbers -------------------------------------------------------------------------------
+# The generators live on the run context (``ctx.rng``): the Python API's are DEFAULT's (its
+# threads share them, as PyTorch's threads share its default generator); a Session has its own,
+# so a script's seed() leaves the host program's numbers alone and two sessions draw apart.
 
-_rng: dict = {}
+def _generators() -> dict:
+    ctx = current()
+    return ctx.rng if ctx.owns_defaults else DEFAULT.rng
 
 
 def _generator(device: str):
-    g = _rng.get(device)
+    gens = _generators()
+    g = gens.get(device)
     if g is None:
+        n = gens.get("seed")        # a device first used after seed(n) starts from n too
         if device == "cpu":
-            g = np.random.default_rng()
+            g = np.random.default_rng(n)
         else:
-            g = _load_cupy().random.default_rng()
-        _rng[device] = g
+            g = _load_cupy().random.default_rng(n)
+        gens[device] = g
     return g
 
 
@@ -754,15 +761,20 @@ def random_normal(shape: tuple, dtype: DType, device: str):
 
 
 def seed(n: int) -> None:
-    """Seed every device's random generator, for reproducible ``rand``/``randn``.
+    """Seed the random generators of ``rand``/``randn`` (every device's), for reproducible
+    numbers: from Python, the program's (shared by its threads); in a session's script, that
+    session's own, so the host program's numbers do not change and two sessions seeded alike
+    draw the same numbers.
 
     ``n`` is a non-negative integer.
     """
     n = int(n)
-    _rng.clear()
-    _rng["cpu"] = np.random.default_rng(n)
+    gens = _generators()
+    gens.clear()
+    gens["seed"] = n
+    gens["cpu"] = np.random.default_rng(n)
     if _cupy is not None:
-        _rng["cuda"] = _cupy.random.default_rng(n)
+        gens["cuda"] = _cupy.random.default_rng(n)
 
 
 _env = os.environ.get("AUTODSL_ARRAY_API", "").strip().lower()

@@ -35,7 +35,7 @@ from autodsl.lang.python_words import NAME_HINTS
 from autodsl.lang.values import (describe, describe_value, number_pow, param_text, suggest, translate_exception,
                      truth)
 
-from autodsl.context import current, scoped
+from autodsl.context import call_in, current, scoped
 from autodsl.source import SOURCE_POS  # the language records where each graph node came from
 from autodsl.source import caller_pos, format_pos
 from autodsl.core.node import Node as _GraphNode
@@ -99,7 +99,11 @@ class Scope:
 
 
 class UserFunction:
-    """A function defined with `def`: a closure over the scope it was defined in."""
+    """A function defined with `def`: a closure over the scope it was defined in.
+
+    ``run_context``: the run context it was defined in (a Session's). Called from outside it
+    (Python calling ``s["f"](x)``, another session), it runs inside it (``call_in``): the
+    session's files permission, dtype, device, generator, names and limits hold there too."""
 
     def __init__(self, name: str, params: list[A.Param], defaults: dict, body: list[A.Stmt],
                  closure: Scope, source: A.Source | None, interpreter: "Interpreter"):
@@ -110,6 +114,7 @@ class UserFunction:
         self.closure = closure
         self.source = source
         self._interp = interpreter
+        self.run_context = current()
 
     def signature_text(self) -> str:
         parts = []
@@ -119,10 +124,10 @@ class UserFunction:
         return f"({', '.join(parts)})"
 
     def __call__(self, *args, **kwargs):
-        return self._interp.call_user(self, list(args), kwargs)
+        return call_in(self.run_context, self._interp.call_user, self, list(args), kwargs)
 
-    def __repr__(self) -> str:
-        return f"<function {self.name}{self.signature_text()}>"
+    def __repr__(self) -> str:         # its defaults are shown as the session shows them
+        return call_in(self.run_context, lambda: f"<function {self.name}{self.signature_text()}>")
 
     __str__ = __repr__
 
@@ -687,7 +692,7 @@ class Interpreter:
         raise TypeError_(f"cannot index {describe(obj)}")
 
     def call(self, func, args: list, kwargs: dict, node: A.Call | None = None):
-        if isinstance(func, UserFunction):
+        if isinstance(func, UserFunction) and func._interp is self:
             return self.call_user(func, args, kwargs, node)
         if not callable(func) or isinstance(func, (Tensor, type)):
             raise TypeError_(f"{describe(func)} is not a function and cannot be called")
@@ -740,9 +745,9 @@ class Interpreter:
             text = self.source.line_text(obj.line)
             if text and obj.end_column and obj.line == node.func.line and obj.end_column - obj.column <= 30:
                 on = text[obj.column - 1: obj.end_column - 1].strip() or None
-        if args and isinstance(args[0], UserFunction):
+        if args and callable(args[0]) and not isinstance(args[0], _Hook):
             args = [_Hook(args[0], on)] + list(args[1:])
-        elif isinstance(kwargs.get("hook"), UserFunction):
+        elif callable(kwargs.get("hook")) and not isinstance(kwargs["hook"], _Hook):
             kwargs = dict(kwargs, hook=_Hook(kwargs["hook"], on))
         return args, kwargs
 
@@ -808,20 +813,27 @@ class Interpreter:
 
 
 class _Hook:
-    """A user function registered with ``x.register_hook(f)``: runs it as the hook on `x`."""
+    """A function a script registered with ``x.register_hook(f)``: runs it as the hook on `x`,
+    inside the run context it was registered in, wherever the backward that runs it was called
+    (the host's ``loss.backward()`` too: ``call_in``)."""
 
-    __slots__ = ("fn", "on")
+    __slots__ = ("fn", "on", "run_context")
 
-    def __init__(self, fn: UserFunction, on: str | None):
+    def __init__(self, fn, on: str | None):
         self.fn = fn
         self.on = on
+        self.run_context = current()
 
     @property
     def name(self) -> str:          # what messages about the hook call it
-        return self.fn.name
+        fn = self.fn
+        return getattr(fn, "name", None) or getattr(fn, "__name__", None) or "hook"
 
     def __call__(self, *args, **kwargs):
-        return self.fn._interp.call_user(self.fn, list(args), kwargs, hook=self.on)
+        fn = self.fn
+        if isinstance(fn, UserFunction):
+            return call_in(self.run_context, fn._interp.call_user, fn, list(args), kwargs, hook=self.on)
+        return call_in(self.run_context, fn, *args, **kwargs)
 
     def __repr__(self) -> str:
         return repr(self.fn)

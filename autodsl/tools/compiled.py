@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import types
 
-from autodsl.context import current
+from autodsl.context import call_in, current, current_or_none
 from autodsl.core.capture import Capture, CaptureError
 from autodsl.core.program import GuardFailed, Program, code_of
 from autodsl.core.tensor import Tensor
@@ -57,12 +57,18 @@ class CompiledFunction:
         self.stats = {"replayed": 0, "eager": 0, "captures": 0}
         self.eager_reason = None
         self.__doc__ = getattr(fn, "__doc__", None)
+        # a session's function (or one compiled in a session's code) runs in that session
+        # wherever it is called from: capture, replay and eager calls alike (``call_in``)
+        self.run_context = getattr(fn, "run_context", None) or current()
 
     @property
     def program(self):
         return self._programs[0][1] if self._programs else None
 
     def __call__(self, *args, **kwargs):
+        home = self.run_context
+        if home.host_entry is not None and current_or_none() is not home:
+            return call_in(home, self.__call__, *args, **kwargs)
         ctx = current()
         if self.eager_reason is not None or ctx.capture is not None or ctx.trace_enabled \
                 or ctx.anomaly is not None:
