@@ -179,7 +179,7 @@ class Session:
         host's ``backward()`` or ``grad()``, a compiled function, the text of a function
         value; they reach it as the run context's ``host_entry`` (``autodsl.context.call_in``).
         Entering from inside is free (nothing is set twice). The caller's grad mode and
-        progress display carry over into it."""
+        progress display carry over into it, and so does a backward pass it runs in."""
         ctx = self._ctx
         outer = current()
         if outer is ctx:            # already inside (a REPL command around a run, a nested call)
@@ -187,6 +187,8 @@ class Session:
             return
         ctx.grad_enabled = outer.grad_enabled
         ctx.loop_progress = outer.loop_progress
+        # a hook run by the host's backward is in that pass, as one run by the session's own is
+        passes, ctx.in_pass = ctx.in_pass, outer.in_pass
         # A script builds graphs of many small objects, and every young-generation collection
         # walks them: collect less often while it runs (restored afterwards).
         gc_threshold = gc.get_threshold()
@@ -199,6 +201,7 @@ class Session:
             with use(ctx), ieee():
                 yield self
         finally:
+            ctx.in_pass = passes
             if old_limit < _RECURSION_LIMIT:
                 sys.setrecursionlimit(old_limit)
             gc.set_threshold(*gc_threshold)

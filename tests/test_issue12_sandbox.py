@@ -2,11 +2,13 @@
 host calls it from (files permission, dtype, recursion limit), and each session draws its
 random numbers from its own generator (a script's seed() leaves the host's numbers alone)."""
 import sys
+import threading
 
 import numpy as np
 import pytest
 
 import autodsl
+from autodsl.context import DEFAULT, current
 from autodsl.errors import DSLError
 
 
@@ -115,6 +117,39 @@ def test_repr_str_and_format_of_a_session_function_show_it_as_the_session_does()
     assert repr(s["f"]) == str(s["f"]) == f"{s['f']}" == str(inside)
     assert "float32" not in repr(s["f"]), repr(s["f"])     # the session's own dtype is not noted
     assert repr(s["f"]) == "<function f(w=tensor([1., 1.]))>"
+
+
+def test_host_call_from_another_thread_runs_in_the_session(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    s = autodsl.Session(files=False, dtype="float32", echo=False)
+    s.run('def f() { return ones(2) }\ndef w(x) { dot(x, "t.dot") }')
+    seen = {}
+
+    def work():
+        seen["dtype"] = s["f"]().dtype
+        try:
+            s["w"](autodsl.ones(2, requires_grad=True))
+            seen["w"] = "wrote the file"
+        except DSLError as e:
+            seen["w"] = str(e)
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert seen["dtype"] is autodsl.float32
+    assert "may not write files" in seen["w"]
+    assert _no_files(tmp_path)
+
+
+def test_a_host_call_leaves_the_hosts_context_as_it_was():
+    s = autodsl.Session(dtype="float32", echo=False)
+    s.run("def f() { set_default_dtype(float32)\n return rand(2) }")
+    before = sys.getrecursionlimit()
+    assert s["f"]().dtype is autodsl.float32
+    assert current() is DEFAULT
+    assert autodsl.get_default_dtype() is autodsl.float64
+    assert autodsl.rand(2).dtype is autodsl.float64
+    assert sys.getrecursionlimit() == before
 
 
 def test_python_api_calls_run_under_the_default_context():
