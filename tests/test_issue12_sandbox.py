@@ -91,6 +91,19 @@ def test_compiled_function_called_from_python_uses_the_sessions_dtype():
     assert s["g"].stats["replayed"] >= 1
 
 
+def test_a_session_function_compiled_by_the_host_runs_in_the_session(sandbox, tmp_path):
+    sandbox.dtype = "float32"
+    sandbox.run('def f(x) { return x * 2 + ones(2) }\ndef w(x) { dot(x, "w.dot"); return x }')
+    g = autodsl.compile(sandbox["f"])
+    x = autodsl.tensor([1.0, 2.0], dtype="float32")
+    for _ in range(3):
+        assert g(x).dtype is autodsl.float32
+    assert g.stats["replayed"] >= 1
+    with pytest.raises(DSLError, match="may not write files"):
+        autodsl.compile(sandbox["w"])(x)
+    assert _no_files(tmp_path)
+
+
 def test_script_function_called_from_python_has_the_sessions_recursion_limit():
     s = autodsl.Session(echo=False)
     s.run("def depth(n) { if n == 0 { return 0 }\n return depth(n - 1) + 1 }")

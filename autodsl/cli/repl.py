@@ -6,7 +6,9 @@ Two halves, so that the logic is testable without a terminal:
   the table ``COMMANDS`` (each also by an unambiguous prefix, as in GHCi) or
   source for ``Session.run``. It never raises: a DSLError is printed with its
   caret, an internal fault is one line, and Ctrl-C during a statement rolls
-  back, so variables and every ``.grad`` are as they were before that input.
+  back, so variables and every ``.grad`` are as they were before that input
+  (and every other change it made: see ``core/journal.py``; files it wrote
+  are named, as they stay).
 - ``main`` builds one ``PromptSession`` from small collaborators: persistent
   history (Ctrl-R searches it), the completer (``cli/complete.py``), the
   Pygments lexer (``lexer``), a validator that shows a syntax error at its
@@ -42,7 +44,7 @@ from autodsl.cli.complete import AutodslCompleter
 from autodsl.cli.lexer import AutodslLexer
 from autodsl import __version__
 from autodsl.cli.progress import ClearingWriter, ProgressLine
-from autodsl.core.journal import transaction
+from autodsl.core.journal import record_attrs, record_items, transaction
 from autodsl.source import SOURCE_POS
 from autodsl.core.tensor import PUBLIC_METHODS, Tensor
 from autodsl.lang.values import suggest
@@ -68,6 +70,14 @@ BANNER = ("autodsl {version}: differentiable expressions. Try:\n"
           "Tab completes, Ctrl-R searches history, :help lists commands, :quit or Ctrl-D leaves.")
 
 INTERRUPTED = "interrupted: variables and gradients are as they were before this input"
+
+
+def interrupted_message(files=()) -> str:
+    """What the REPL says after Ctrl-C rolled an input back: everything is undone (the undo
+    journal, core/journal.py), except the files the input wrote, named here."""
+    if not files:
+        return INTERRUPTED
+    return f"{INTERRUPTED}; the files it wrote stay: {', '.join(files)}"
 
 TOPICS = {
     "language": """\
@@ -158,8 +168,8 @@ class Repl:
                     self.accepted.append(text.strip("\n"))
         except DSLError as e:
             self.write(e.render())
-        except KeyboardInterrupt:
-            self.write(INTERRUPTED)
+        except KeyboardInterrupt as stop:
+            self.write(interrupted_message(getattr(stop, "kept", ())))
         except RecursionError:
             self.write("internal error: nesting too deep; the session goes on")
         except Exception as e:  # noqa: BLE001 - the loop survives internal faults
@@ -172,7 +182,8 @@ class Repl:
         return f"<input {self.inputs or 1}>"
 
     def run_source(self, text: str, filename: str | None = None):
-        """``session.run(text)``; on Ctrl-C undo the input's bindings, in-place writes and .grad changes.
+        """``session.run(text)``; on Ctrl-C undo everything the input changed (core/journal.py):
+        bindings, tensors, .grad, flags, hooks, lists, settings and random generators.
 
         ``filename``: the source name in positions (default: this input's, ``<input 3>``).
         A DSLError keeps the script semantics (bindings made before the failing
@@ -180,20 +191,23 @@ class Repl:
         """
         session = self.session
         program = session.parse(text, filename or self.input_name)       # a syntax error runs nothing
-        snapshot = dict(session.namespace)
-        trace, dtype, anomaly = session.trace, session.dtype, session.anomaly
         error = value = None
         running = self.progress.running() if self.progress is not None else nullcontext()
+        # The undo journal (core/journal.py) takes back everything the input changed: the
+        # session's settings (saved when the transaction opens, in the session's context),
+        # its variables and last trace (saved here), and every tensor, .grad, hook, flag and
+        # list the input wrote (saved by whatever writes them).
+        log = None
         try:
-            with running, transaction():
+            with running, session.context(), transaction() as log:
+                record_items(session.namespace)
+                record_attrs(session, "last_trace")
                 try:
                     value = session.run(program)
                 except DSLError as e:     # not undone: raised after the transaction closes
                     error = e
-        except KeyboardInterrupt:
-            session.namespace.clear()
-            session.namespace.update(snapshot)
-            session.trace, session.dtype, session.anomaly = trace, dtype, anomaly
+        except KeyboardInterrupt as stop:
+            stop.kept = () if log is None else tuple(dict.fromkeys(log.kept))    # for the message
             raise
         if error is not None:
             raise error

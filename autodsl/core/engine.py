@@ -16,7 +16,7 @@ from itertools import count
 from autodsl.core import grad_mode
 from autodsl.core import trace as _trace
 from autodsl.context import current
-from autodsl.core.node import AccumulateGrad
+from autodsl.core.node import AccumulateGrad, release_nodes
 from autodsl.source import SOURCE_POS, backward_pos
 from autodsl.core.watch import note_backward
 from autodsl.core.quiet import ieee
@@ -227,8 +227,7 @@ class GraphTask:
         for t, update in updates:
             t._grad_commit(update)
         if not self.retain_graph:
-            for node in self._ran:
-                node.release()
+            release_nodes(self._ran)
         for o in self._observers:
             o.finish(staged)
         return self._captured

@@ -18,11 +18,13 @@ import sys
 
 from autodsl.source import SOURCE_POS, caller_pos, format_pos, pos_text
 from autodsl.backend import kind_of
+from autodsl.context import current
+from autodsl.core.journal import record_attrs, record_items
 from autodsl.names import names_of
 from autodsl.errors import AutogradError, DeviceError, DTypeError, ShapeError, TypeError_
 
 __all__ = ["Node", "AccumulateGrad", "SavedTensor", "SavedOutput", "next_seq_nr", "RemovableHandle",
-           "write_record"]
+           "write_record", "release_nodes"]
 
 _seq = itertools.count()
 next_seq_nr = _seq.__next__
@@ -264,7 +266,10 @@ class Node:
         """
         hooks = self._pre_hooks
         if hooks is None:
+            record_attrs(self, "_pre_hooks")     # an interrupted input's hook goes with it
             hooks = self._pre_hooks = {}
+        else:
+            record_items(hooks)
         what = what or self.name
         handle = RemovableHandle(hooks, hook, what)
         hooks[handle.id] = (hook, what)
@@ -290,6 +295,17 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<{self.name}>"
+
+
+def release_nodes(nodes) -> None:
+    """Free the saved values of the nodes a backward ran (without retain_graph). An open undo
+    journal saves them first, so that an undone backward leaves its graph usable again."""
+    log = current().journal
+    if log is not None:
+        for node in nodes:
+            record_attrs(node, "_saved", "_released", log=log)
+    for node in nodes:
+        node.release()
 
 
 # Note [tensor hooks]
@@ -339,7 +355,9 @@ class RemovableHandle:
 
     def remove(self) -> None:
         """Unregister the hook; later backward passes do not call it."""
-        self._hooks.pop(self.id, None)
+        if self.id in self._hooks:
+            record_items(self._hooks)            # undone: the hook is back, in its place in the order
+            del self._hooks[self.id]
 
     def __repr__(self) -> str:
         state = "" if self.id in self._hooks else " (removed)"

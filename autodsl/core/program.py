@@ -254,11 +254,9 @@ class Program:
             gc.disable()
         token = None if ctx.ieee_depth else backend.fp_errors_off()
         try:
-            if self.transactional:
-                outer = ctx.journal
+            if self.transactional:      # (inside a Session's transaction, its entries go there too)
                 with transaction() as log:
                     values = self._fn(arg_arrays, arg_tensors, log)
-                _merge(outer, log)
             else:
                 values = self._fn(arg_arrays, arg_tensors, ctx.journal)
         finally:
@@ -430,17 +428,6 @@ def _short(x) -> str:
         return {None: "none", True: "true", False: "false"}[x]
     text = repr(x)
     return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _merge(outer, log) -> None:
-    """A transaction inside a Session's run: its undo entries belong to the run's log too."""
-    if outer is None:
-        return
-    for entry in log:
-        key = ("values" if entry[1] == "values" else "grad", id(entry[0]))
-        if key not in outer.seen:
-            outer.seen.add(key)
-            outer.append(entry)
 
 
 # -- the helpers the program calls (each does what eager autodsl does) -----------------------

@@ -17,7 +17,7 @@ import sys
 import autodsl.backend as backend
 from autodsl.context import current
 from autodsl.core.engine import GraphTask
-from autodsl.core.journal import record_grad
+from autodsl.core.journal import record_attrs, record_grad
 from autodsl.core.node import AccumulateGrad
 from autodsl.source import SOURCE_POS, caller_pos, warn_user
 from autodsl.names import register_tensor_type
@@ -76,7 +76,7 @@ class Tensor:
         self.device = _device or backend.device_of(data)
         self._requires_grad = False
         if requires_grad:
-            self.requires_grad = True
+            self._set_requires_grad(True)      # a new tensor: nothing for an undo to put back
 
     # -- basic properties -----------------------------------------------------------
     @property
@@ -136,6 +136,12 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, flag) -> None:
+        log = current().journal
+        if log is not None:         # an undo puts the flag back, and the sink that holds the hooks
+            record_attrs(self, "_requires_grad", "_accumulate", log=log)
+        self._set_requires_grad(flag)
+
+    def _set_requires_grad(self, flag) -> None:
         flag = bool(flag)
         if current().capture is not None and flag != self._requires_grad:
             current().capture.fail("it changes requires_grad")
@@ -172,11 +178,13 @@ class Tensor:
             return
         if self._retains_grad:
             return
-        self._retains_grad = True
         node = self.grad_fn
-        if node._retained is None:
-            node._retained = []
-        node._retained.append(self)
+        record_attrs(self, "_retains_grad")
+        record_attrs(node, "_retained")
+        self._retains_grad = True
+        # a new list, not an append: an undo puts the old one back, and a pass that is going
+        # through the old one is not changed under it
+        node._retained = [*(node._retained or ()), self]
 
     @property
     def grad(self):

@@ -40,6 +40,7 @@ from autodsl.source import SOURCE_POS  # the language records where each graph n
 from autodsl.source import caller_pos, format_pos
 from autodsl.core.node import Node as _GraphNode
 from autodsl.core.grad_mode import no_grad
+from autodsl.core.journal import record_items, record_setter
 from autodsl.ops.elementwise import pow as tensor_pow
 from autodsl.tools.formatting import format as format_field
 
@@ -235,7 +236,9 @@ class Interpreter:
                 if tok is not None:
                     SOURCE_POS.reset(tok)
         elif isinstance(obj, list):
-            obj[operator.index(key)] = value
+            i = operator.index(key)
+            record_items(obj)           # an interrupted input's write is undone
+            obj[i] = value
         else:
             raise TypeError_(f"cannot assign into an element of {describe(obj)}; only tensors "
                              "(and lists) support `x[i] = value`")
@@ -248,6 +251,7 @@ class Interpreter:
         if not isinstance(obj, Tensor):
             settable = getattr(type(obj), "LANG_SETTABLE", None)      # an optimizer's lr opts in
             if settable is not None and name in settable:
+                record_setter(obj, name)    # (opt.lr = ...: an undo sets the old one back)
                 setattr(obj, name, value)
                 return
             if settable is not None:
@@ -277,7 +281,9 @@ class Interpreter:
             if isinstance(obj, Tensor):
                 obj[key] = new
             elif isinstance(obj, list):
-                obj[operator.index(key)] = new
+                i = operator.index(key)
+                record_items(obj)
+                obj[i] = new
             else:
                 raise TypeError_(f"cannot assign into an element of {describe(obj)}")
 

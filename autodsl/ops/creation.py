@@ -12,6 +12,7 @@ from autodsl.errors import DTypeError, ShapeError, ValueError_
 from autodsl.core import grad_mode
 from autodsl.source import SOURCE_POS, caller_pos
 from autodsl.core.tensor import Tensor, array_from_data
+from autodsl.core.journal import record_random
 
 __all__ = ["tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "rand", "randn",
            "arange", "linspace", "eye", "seed"]
@@ -132,8 +133,11 @@ def randn(*size, dtype=None, device=None, requires_grad=False):
 
 
 def _no_capture(name):
-    if current().capture is not None:
-        current().capture.fail(f"{name}() draws new numbers on every call")
+    ctx = current()
+    if ctx.capture is not None:
+        ctx.capture.fail(f"{name}() draws new numbers on every call")
+    if ctx.journal is not None:     # an undone input's draws are drawn again, the same
+        record_random()
 
 
 def _need_float(dt, name):

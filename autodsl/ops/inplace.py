@@ -12,7 +12,7 @@ import autodsl.backend as backend
 from autodsl.backend import namespace_of
 from autodsl.context import current
 from autodsl.core import grad_mode
-from autodsl.core.journal import record_values
+from autodsl.core.journal import record_attrs, record_values
 from autodsl.core.quiet import ieee
 from autodsl.core.tensor import Tensor
 from autodsl.core.watch import note_write
@@ -81,6 +81,7 @@ def refresh_view(t: Tensor) -> None:
     y = base
     for cls, params in t._view_chain:
         y = apply(cls, y, **params)
+    record_attrs(t, "_base_gen")
     t._base_gen = base._gen
     if y.grad_fn is not None:
         _move_history(t, y.grad_fn)
@@ -90,6 +91,11 @@ def refresh_view(t: Tensor) -> None:
 def _move_history(t: Tensor, node) -> None:
     """After an in-place op, t's history is the new node; a retain_grad() follows it."""
     old = t.grad_fn
+    log = current().journal
+    if log is not None:     # an undone write takes its history back too (_gen only grows)
+        record_attrs(t, "grad_fn", "_requires_grad", log=log)
+        if old is not None:
+            record_attrs(old, "_retained", log=log)
     if t._retains_grad and old is not None and old._retained:
         old._retained = [r for r in old._retained if r is not t] or None
         if node._retained is None:

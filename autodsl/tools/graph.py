@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 import autodsl.backend as backend
+from autodsl.core.journal import record_file
 from autodsl.core.node import AccumulateGrad
 from autodsl.source import format_pos, pos_text, warn_user
 from autodsl.core.trace import leaf_label, node_labels, walk
@@ -443,6 +444,7 @@ def dot(x, file=None, names=None) -> str:
                               capture_output=True, text=True, timeout=300, check=False)
         if proc.returncode == 0:
             os.replace(partial, path)
+            record_file(path)                # (an interrupted input's undo cannot take it back)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise RuntimeError_(f"dot(): running Graphviz on {dot_path} failed ({e}); the DOT text is in {dot_path}") from None
     finally:
@@ -460,6 +462,7 @@ def _write(path: Path, text: str) -> None:
     try:
         partial.write_text(text, encoding="utf-8")
         os.replace(partial, path)            # all or nothing, even when interrupted
+        record_file(path)
     except OSError as e:
         raise RuntimeError_(f"dot(): cannot write {path}: {e.strerror or e}") from None
     finally:

@@ -25,6 +25,7 @@ import numpy as np
 
 from autodsl import backend
 from autodsl.context import current
+from autodsl.core.journal import record_file
 from autodsl.core.tensor import Tensor
 from autodsl.errors import (
     DSLError,
@@ -571,6 +572,7 @@ def _write(fname: str, write) -> None:
         with open(partial, "wb") as f:
             write(f)
         os.replace(partial, fname)
+        record_file(fname)                  # (an interrupted input's undo cannot take it back)
     except OSError as e:
         raise _open_error(fname, "save", e) from None
     finally:

@@ -29,6 +29,7 @@ from autodsl.ops.creation import linspace, ones_like, tensor
 from autodsl.errors import AutogradError, DSLError, RuntimeError_, ShapeError, TypeError_, ValueError_
 from autodsl.core.autograd import grad
 from autodsl.context import current
+from autodsl.core.journal import record_file
 from autodsl.core.tensor import Tensor
 from autodsl.core import replay
 from autodsl.names import names_of
@@ -481,6 +482,7 @@ def _picture(xs, ys, dys, label_f, label_df, var, title, path: Path, ext: str) -
     try:
         fig.savefig(partial, format=ext)
         os.replace(partial, path)          # all or nothing, even when interrupted
+        record_file(path)                  # (an interrupted input's undo cannot take it back)
     except OSError as e:
         raise RuntimeError_(f"plot(): cannot write {path}: {e.strerror or e}") from None
     finally:
