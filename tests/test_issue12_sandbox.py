@@ -192,9 +192,9 @@ def test_a_scripts_seed_does_not_reset_the_hosts_generator():
 
 def test_the_python_api_stays_reproducible():
     autodsl.seed(0)
-    a = autodsl.randn(3).numpy()
+    a = autodsl.randn(3, dtype=autodsl.float64).numpy()
     autodsl.seed(0)
-    np.testing.assert_array_equal(autodsl.randn(3).numpy(), a)
+    np.testing.assert_array_equal(autodsl.randn(3, dtype=autodsl.float64).numpy(), a)
     np.testing.assert_array_equal(a, np.random.default_rng(0).standard_normal(3))
 
 
