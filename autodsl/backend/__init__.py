@@ -505,6 +505,16 @@ def where(cond, a, b):
                 return np.bitwise_and(a.view(it), mask).view(a.dtype)
             np.bitwise_and(a.view(it), mask, out=mask)
             return mask.view(a.dtype)
+        it = _INT_OF.get(b.dtype)
+        # the mirrored form, where(mask, +0, b) (relu's gradient as torch tests it, x <= 0, so
+        # that a nan x passes the gradient): b & (mask - 1), true -> 0, false -> all bits set
+        if (it is not None and a.ndim == 0 and a.dtype == b.dtype and cond.dtype == np.bool_
+                and cond.shape == b.shape and a == 0 and not np.signbit(a)):
+            mask = np.subtract(cond, 1, dtype=it)
+            if type(mask) is not np.ndarray:
+                return np.bitwise_and(b.view(it), mask).view(b.dtype)
+            np.bitwise_and(b.view(it), mask, out=mask)
+            return mask.view(b.dtype)
     return namespace_of(a).where(cond, a, b)
 
 

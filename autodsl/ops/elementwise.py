@@ -155,12 +155,19 @@ class Pow(Op):
             # d/dx x^y = y·x^(y-1), computed as a power (never through log|x|), so that
             # negative bases with integer exponents work.  torch: 0 where y == 0 (x^0 is
             # the constant 1, also at x = 0, where the formula would give 0·0^-1 = NaN).
-            ga = g * y * x ** (y - 1)
-            if _xp(y._data).any(y._data == 0):
+            if not nb and y._data.ndim == 0:
+                # torch's pow_backward for a number exponent: zeros_like(self) for x^0 (a constant:
+                # no history, so no NaN from 0^-1 in a second derivative), else grad·(y·x^(y-1))
+                if float(y._data) == 0:
+                    return _zeros_like(g), None
+                return g * (y * x ** (y - 1)), None
+            ga = g * (y * x ** (y - 1))
+            if _xp(y._data).any(y._data == 0):     # torch's pow_backward_self: where(y == 0, 0, ...)
                 ga = where(y == 0, 0.0, ga)
         if nb:
-            # d/dy x^y = x^y·log x.  torch: 0 where x == 0 and y >= 0 (the limit), NaN for x < 0.
-            gb = where((x == 0) & (y >= 0), 0.0, g * out * log(x))
+            # d/dy x^y = x^y·log x.  torch (pow_backward_exponent): grad * where(x == 0 & y >= 0, 0,
+            # result * log(x)): 0 at the limit, NaN for x < 0, and grad multiplies outside the where
+            gb = g * where((x == 0) & (y >= 0), 0.0, out * log(x))
         return ga, gb
 
 
@@ -325,38 +332,48 @@ class Relu(Op):
         maximum, zero = _xp(arrays[0]).maximum, backend.zero_of(arrays[0])
         return lambda a: maximum(a, zero)
 
-    rule = ("grad * (a > 0)",)
+    rule = ("grad * (1 - (a <= 0))",)
 
-    def formula(self, F, g, out):       # torch: relu'(0) = 0
+    def formula(self, F, g, out):       # torch: relu'(0) = 0, and relu'(nan) = 1 (nan <= 0 is false)
         return (F.threshold_backward(g, out),)
 
 
 @defop("threshold_backward", public=False)
 class ThresholdBackward(Op):
-    """g where x > 0, else 0: relu's backward as one op, as PyTorch's threshold_backward
+    """0 where x <= 0, else g: relu's backward as one op, as PyTorch's threshold_backward
     (a comparison and a where would be three ops per relu in every backward)."""
     __slots__ = ()
-    differentiable = (0,)
 
     def forward(self, g, x):
         if self._record:
-            self.save_for_backward(None, self.inputs[1])
-        return _pass_where_positive(g, x)
+            self.save_for_backward(None, self.inputs[1] if self.needs_input_grad[0] else None)
+        return _zero_where_not_positive(g, x)
 
-    rule = ("grad * (b > 0)", None)
+    rule = ("grad * (1 - (b <= 0))", "0")
 
     def backward(self, gg):
+        # torch (derivatives.yaml, threshold_backward): grad_output: threshold_backward(grad, self,
+        # threshold), linear in g: the same mask again; self: zeros_like(grad): the mask is flat
+        # almost everywhere, so relu's second derivative is exact zeros (at 0 too), not an error
         _, x = self.saved_tensors
-        return threshold_backward(gg, x), None     # linear in g: the same mask again
+        return (threshold_backward(gg, x) if x is not None else None,
+                _zeros_like(gg) if self.needs_input_grad[1] else None)
 
 
-def _pass_where_positive(g, x):
-    """The arrays' ``where(x > 0, g, +0)``: relu's gradient, for the op and the array formula."""
-    return backend.where(x > 0, g, backend.zero_of(g))
+def _zero_where_not_positive(g, x):
+    """The arrays' ``where(x <= 0, +0, g)``: relu's gradient, for the op and the array formula.
+    torch's threshold_backward tests ``x <= threshold``, so a nan x passes g on."""
+    return backend.where(x <= 0, backend.zero_of(g), g)
+
+
+def _zeros_like(g):
+    """Zeros of g's shape, dtype and device, outside the graph: torch's ``zeros_like(grad)`` in
+    a derivative, exactly 0 even where g is inf or nan (``g * 0`` would give nan there)."""
+    return Tensor(_xp(g._data).zeros_like(g._data), _device=g.device)
 
 
 def threshold_backward(g, x):
-    """``where(x > 0, g, 0)`` for tensors ``g`` and ``x`` of one shape (relu's gradient)."""
+    """``where(x <= 0, 0, g)`` for tensors ``g`` and ``x`` of one shape (relu's gradient)."""
     return apply(ThresholdBackward, g, x)
 
 
@@ -372,20 +389,24 @@ class Abs(Op):
 
     def backward(self, g):
         (x,) = self.saved_tensors
-        return (g * sign(x),)   # torch: abs'(0) = sign(0) = 0
+        return (g * sign(x),)   # torch: grad * sgn(self): abs'(0) = sign(0) = 0, abs'(nan) = sign(nan) = 0
 
 
 @defop("sign")
 class Sign(Op):
-    """-1, 0 or 1 by the sign of a; its gradient is 0 everywhere."""
+    """-1, 0 or 1 by the sign of a (0 for nan, as torch); its gradient is 0 everywhere."""
     __slots__ = ()
     def forward(self, a):
-        return _xp(a).sign(a)
+        xp = _xp(a)
+        out = xp.sign(a)
+        if kind_of(a.dtype) == "f":     # torch: sign(nan) = 0, (0 < a) - (a < 0); NumPy gives nan
+            out = backend.where(xp.isnan(out), backend.zero_of(out), out)
+        return out
 
     rule = ("0",)
 
     def backward(self, g):
-        return (g * 0,)
+        return (_zeros_like(g),)        # torch: zeros_like(grad), exactly 0 for an inf or nan grad
 
 
 @defop("clamp")
@@ -429,8 +450,10 @@ class ClampMin(Op):
 
     def backward(self, g):
         x, lo = self.saved_tensors
-        keep = x >= lo                     # torch: x keeps the gradient at x == lo
-        return where(keep, g, 0.0), where(keep, 0.0, g)
+        # torch (clamp_min.Tensor): self: where(self >= min, grad, 0), min: where(self < min, grad, 0):
+        # x keeps the gradient at x == lo, and neither gets it where x or lo is nan
+        na, nb = self.needs_input_grad
+        return (where(x >= lo, g, 0.0) if na else None), (where(x < lo, g, 0.0) if nb else None)
 
 
 @defop("clamp_max", public=False)
@@ -447,8 +470,9 @@ class ClampMax(Op):
 
     def backward(self, g):
         x, hi = self.saved_tensors
-        keep = x <= hi                     # torch: x keeps the gradient at x == hi
-        return where(keep, g, 0.0), where(keep, 0.0, g)
+        # torch (clamp_max.Tensor): self: where(self <= max, grad, 0), max: where(self > max, grad, 0)
+        na, nb = self.needs_input_grad
+        return (where(x <= hi, g, 0.0) if na else None), (where(x > hi, g, 0.0) if nb else None)
 
 
 @defop("where")
@@ -481,13 +505,20 @@ class Maximum(Op):
         self.save_for_backward(*self.inputs)
         return _xp(a).maximum(a, b)
 
-    rule = ("grad * (a > b) + grad/2 * (a == b)", "grad * (b > a) + grad/2 * (a == b)")
+    rule = ("grad * (1 - (a < b)) - grad/2 * (a == b)", "grad * (1 - (a > b)) - grad/2 * (a == b)")
 
     def backward(self, g):
-        x, y = self.saved_tensors
-        half = g * 0.5                     # torch: ties split the gradient in half
-        tie = x == y
-        return where(tie, half, where(x > y, g, 0.0)), where(tie, half, where(x < y, g, 0.0))
+        return _max_min_grads(self, g, lambda x, y: x < y)
+
+
+def _max_min_grads(node, g, loses):
+    """maximum's and minimum's gradients by torch's formula (derivatives.yaml, maximum: ``self:
+    at::where(self == other, grad / 2, grad).masked_fill_(self < other, 0)``, other alike): ties
+    split the gradient in half, and where an operand is nan (so is the result) both get all of it."""
+    x, y = node.saved_tensors
+    na, nb = node.needs_input_grad
+    both = where(x == y, g * 0.5, g)
+    return (where(loses(x, y), 0.0, both) if na else None), (where(loses(y, x), 0.0, both) if nb else None)
 
 
 @defop("minimum")
@@ -499,13 +530,10 @@ class Minimum(Op):
         self.save_for_backward(*self.inputs)
         return _xp(a).minimum(a, b)
 
-    rule = ("grad * (a < b) + grad/2 * (a == b)", "grad * (b < a) + grad/2 * (a == b)")
+    rule = ("grad * (1 - (a > b)) - grad/2 * (a == b)", "grad * (1 - (a < b)) - grad/2 * (a == b)")
 
     def backward(self, g):
-        x, y = self.saved_tensors
-        half = g * 0.5                     # torch: ties split the gradient in half
-        tie = x == y
-        return where(tie, half, where(x < y, g, 0.0)), where(tie, half, where(x > y, g, 0.0))
+        return _max_min_grads(self, g, lambda x, y: x > y)
 
 
 @defop("clone")

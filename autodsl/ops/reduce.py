@@ -173,8 +173,9 @@ class _Extreme(_Reduction):
         x, out = self.saved_tensors         # the output is saved (version-checked), not kept raw
         hit = x == self._spread(out)
         count = hit.sum(dim=self.axes, keepdim=True)
-        # torch (amax/amin and full max()/min()): ties share the gradient evenly
-        return (where(hit, self._spread(g) / count, 0.0),)
+        # torch (amax/amin: scale_grad_by_count, (grad / mask.sum(dims)) * mask): ties share the
+        # gradient evenly; a slice whose extreme is nan has no element equal to it, so 0/0: nan
+        return (self._spread(g) / count * hit,)
 
 
 @defop("amax", node_name="MaxBackward")
@@ -186,6 +187,36 @@ class Amax(_Extreme):
 @defop("amin", node_name="MinBackward")
 class Amin(_Extreme):
     """Smallest value over dim."""
+    pick = "min"
+
+
+class _ExtremeOfAll(_Extreme):
+    """max(x) / min(x) with no dim: the same forward as amax/amin, torch's other backward."""
+
+    rule = "grad split evenly among the elements equal to out (the nan ones if out is nan)"
+
+    def backward(self, g):
+        x, out = self.saved_tensors
+        o = self._spread(out)
+        # torch (evenly_distribute_backward): the mask is x == out, or isnan(x) when out is nan,
+        # and the masked elements are filled with grad / count (a fill: 0 elsewhere, even for an
+        # inf grad)
+        xp = namespace_of(x._data)
+        hit = x == o
+        hit = Tensor(hit._data | (xp.isnan(x._data) & xp.isnan(o._data)), _device=x.device)
+        count = hit.sum(dim=self.axes, keepdim=True)
+        return (where(hit, self._spread(g) / count, 0.0),)
+
+
+@defop("max_all", node_name="MaxBackward", public=False)
+class MaxAll(_ExtremeOfAll):
+    """Largest element of the whole tensor: max(x)."""
+    pick = "max"
+
+
+@defop("min_all", node_name="MinBackward", public=False)
+class MinAll(_ExtremeOfAll):
+    """Smallest element of the whole tensor: min(x)."""
     pick = "min"
 
 
@@ -309,17 +340,36 @@ class Var(_Reduction):
         for ax in axes:
             n *= a.shape[ax]
         self.denom = n - correction
-        xp = namespace_of(a)
-        d = a - xp.mean(a, axis=axes, keepdims=True)
-        return xp.sum(d * d, axis=axes, keepdims=keepdim) / self.denom
+        self.whole = dim is None or a.ndim == 0
+        return _sum_sq_dev(a, axes, keepdim, n) / builtins.max(self.denom, 0)
 
     rule = "grad * 2 * (a - mean(a)) / (n - correction)"
 
     def backward(self, g):
         (x,) = self.saved_tensors
-        mu = x.mean(dim=self.axes, keepdim=True)
-        scale = 2.0 / self.denom if self.denom else float("inf")
-        return (self._spread(g) * scale * (x - mu),)   # d var = 2(x - mean)/(n - c)
+        return (_var_backward(self, self._spread(g), x),)
+
+
+def _sum_sq_dev(a, axes, keepdim, n):
+    """sum((a - mean(a))^2) over axes; the mean as a sum over n, so an empty tensor gives 0 with
+    no NumPy warning (torch's var/std then divide by the degrees of freedom, at least 0: nan
+    for no elements or no degrees of freedom, never the -0.0 of a negative divisor)."""
+    d = a - backend.reduce_mean(a, axes, True, n)
+    return namespace_of(a).sum(d * d, axis=axes, keepdims=keepdim)
+
+
+def _var_backward(node, g, x):
+    """torch's var_backward (g in the keepdim shape): 2(x - mean)/(n - correction) · g; over the
+    whole tensor with no degrees of freedom left, g · (nan where x == mean, else inf), a
+    constant (no history), as torch; over dims, 2/0 is inf, as torch's double arithmetic."""
+    mu = x.mean(dim=node.axes, keepdim=True)
+    if node.whole and node.denom <= 0:
+        xp = namespace_of(x._data)
+        c = xp.where(x._data == mu._data, xp.asarray(float("nan"), dtype=x._data.dtype),
+                     xp.asarray(float("inf"), dtype=x._data.dtype))
+        return g * Tensor(c, _device=x.device)
+    scale = 2.0 / node.denom if node.denom else float("inf")
+    return g * scale * (x - mu)     # d var = 2(x - mean)/(n - c)
 
 
 @defop("std")
@@ -334,18 +384,19 @@ class Std(_Reduction):
         for ax in axes:
             n *= a.shape[ax]
         self.denom = n - correction
+        self.whole = dim is None or a.ndim == 0
         xp = namespace_of(a)
-        d = a - xp.mean(a, axis=axes, keepdims=True)
-        return xp.sqrt(xp.sum(d * d, axis=axes, keepdims=keepdim) / self.denom)
+        return xp.sqrt(_sum_sq_dev(a, axes, keepdim, n) / builtins.max(self.denom, 0))
 
     rule = "grad * (a - mean(a)) / ((n - correction) * out)"
 
     def backward(self, g):
         x, out = self.saved_tensors
-        mu = x.mean(dim=self.axes, keepdim=True)
         o = self._spread(out)
-        # d std = (x-mean)/((n-c) std).  torch: 0 where std == 0 (not 0/0 = nan)
-        return (where(o == 0, 0.0, self._spread(g) * (x - mu) / (self.denom * o)),)
+        # d std = d var / (2 std).  torch (std_backward): (grad / (2 result)).masked_fill_(result == 0,
+        # 0), then var_backward: 0 where std == 0 (not 0/0 = nan), and the mask stands before the
+        # (x - mean) factor, so that a second derivative there is 0 too
+        return (_var_backward(self, where(o == 0, 0.0, self._spread(g) / (o * 2)), x),)
 
 
 @defop("logsumexp")
@@ -390,9 +441,9 @@ class Softmax(Op):
         (self.axis,) = _axes(dim, a.ndim)
         if a.size == 0:                  # torch: empty in, empty out
             return xp.asarray(a, copy=True)
-        m = xp.max(a, axis=self.axis, keepdims=True)
-        m = xp.where(xp.isfinite(m), m, 0.0)
-        e = xp.exp(a - m)
+        # torch shifts by the max as it is: a +inf logit makes inf - inf = nan of its slice (there
+        # is no finite answer), an all -inf slice is nan as well
+        e = xp.exp(a - xp.max(a, axis=self.axis, keepdims=True))
         return e / xp.sum(e, axis=self.axis, keepdims=True)
 
     rule = "out * (grad - sum(grad * out))"
@@ -413,7 +464,12 @@ class LogSoftmax(Op):
             self.axis = None
             return namespace_of(a).zeros_like(a)
         (self.axis,) = _axes(dim, a.ndim)
-        return a - _logsumexp(a, (self.axis,), True)
+        if a.size == 0:                  # torch: empty in, empty out
+            return namespace_of(a).asarray(a, copy=True)
+        xp = namespace_of(a)
+        # torch's kernel: (a - max) - log(sum(exp(a - max))), the max as it is (a +inf logit: nan)
+        t = a - xp.max(a, axis=self.axis, keepdims=True)
+        return t - xp.log(xp.sum(xp.exp(t), axis=self.axis, keepdims=True))
 
     rule = "grad - exp(out) * sum(grad)"
 
@@ -489,7 +545,7 @@ def max(input, other=None, dim=None, keepdim=False):
         return _extreme_dim("max", input, dim, keepdim, as_dim)
     if isinstance(input, Tensor) and input._data.size == 0:
         empty_reduction("max", input.shape, (), None)
-    return amax(input, keepdim=keepdim)
+    return apply(MaxAll, input, keepdim=keepdim)
 
 
 def min(input, other=None, dim=None, keepdim=False):
@@ -508,7 +564,7 @@ def min(input, other=None, dim=None, keepdim=False):
         return _extreme_dim("min", input, dim, keepdim, as_dim)
     if isinstance(input, Tensor) and input._data.size == 0:
         empty_reduction("min", input.shape, (), None)
-    return amin(input, keepdim=keepdim)
+    return apply(MinAll, input, keepdim=keepdim)
 
 
 def norm(input, p=2, dim=None, keepdim=False):
