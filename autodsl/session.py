@@ -11,6 +11,18 @@ and dtype. A bare expression statement prints its value; ``run`` returns the
 value of the last statement when it is a bare expression, else None. An error
 raises a DSLError with its position; bindings made before the failing
 statement stay, and the failing statement binds nothing.
+
+Limits for running untrusted code (all None by default: no limits):
+
+    s = autodsl.Session(time_limit=2.0, step_limit=10**6, memory_limit="512M", files=False)
+
+``time_limit`` is wall-clock seconds per ``run()`` and per host call into the session's
+code (a script's function or hook); ``step_limit`` counts statements, loop iterations and
+calls of user functions, per ``run()`` or host call; ``memory_limit`` (bytes, or a size such
+as ``"512M"`` or ``"2G"``) bounds the tensors, strings and lists the session's variables hold,
+checked before each allocation (see ``autodsl.core.limits`` for exactly what it counts). Past
+a limit the run stops with ``LimitError`` at the line it had reached; the session stays
+usable, its variables as for any error.
 """
 from __future__ import annotations
 
@@ -28,7 +40,8 @@ from autodsl.core.anomaly import anomaly_state, get_anomaly_mode
 from autodsl.core.quiet import ieee
 from autodsl.core.trace import LazyNames
 from autodsl.core.display import format_value
-from autodsl.errors import NameError_, TypeError_
+from autodsl.core.limits import Limits, held_bytes, parse_size
+from autodsl.errors import NameError_, TypeError_, ValueError_
 from autodsl.lang import ast as A
 from autodsl.lang.builtins import make_builtins
 from autodsl.lang.interpreter import Interpreter
@@ -61,7 +74,8 @@ class Session:
     """A namespace of the language with default device and dtype; see the module docs."""
 
     def __init__(self, device: str = "cpu", dtype=None, trace: bool = False, echo: bool = True,
-                 out=None, files: bool = True, anomaly=False, base_dir=None):
+                 out=None, files: bool = True, anomaly=False, base_dir=None,
+                 time_limit=None, memory_limit=None, step_limit=None):
         # The session's run context: its defaults, trace, anomaly mode, names, files
         # permission and last backward, current while its code runs (see autodsl.context).
         self._ctx = RunContext(language=1, names=lambda: self.namespace,
@@ -79,6 +93,80 @@ class Session:
         self.namespace: dict[str, Any] = _predefined()
         self._builtins = make_builtins(lambda: self.out, lambda: self._interp)
         self._interp = Interpreter(self.namespace, self._builtins, echo=self._echo)
+        self._limits = (None, None, None)       # (time, steps, memory): see _entry_limits
+        self.time_limit = time_limit
+        self.step_limit = step_limit
+        self.memory_limit = memory_limit
+
+    # -- resource limits ---------------------------------------------------------
+    @property
+    def time_limit(self) -> float | None:
+        """Wall-clock seconds each ``run()`` or host call into the session's code may take, or None."""
+        return self._limits[0]
+
+    @time_limit.setter
+    def time_limit(self, seconds) -> None:
+        if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
+                                    or not seconds > 0):
+            raise ValueError_(f"time_limit is a positive number of seconds (or None), not {describe(seconds)}")
+        self._limits = (None if seconds is None else float(seconds),) + self._limits[1:]
+
+    @property
+    def step_limit(self) -> int | None:
+        """Interpreter steps (statements, loop iterations, calls) per ``run()`` or host call, or None."""
+        return self._limits[1]
+
+    @step_limit.setter
+    def step_limit(self, steps) -> None:
+        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0):
+            raise ValueError_(f"step_limit is a positive whole number of steps (or None), not {describe(steps)}")
+        self._limits = (self._limits[0], steps, self._limits[2])
+
+    @property
+    def memory_limit(self) -> int | None:
+        """Bytes of tensors, strings and lists the session may hold, or None; set it to bytes or
+        a size such as "512M" or "2G" (K, M, G, T: powers of 1000; KiB, MiB, GiB: of 1024)."""
+        return self._limits[2]
+
+    @memory_limit.setter
+    def memory_limit(self, size) -> None:
+        if size is not None:
+            if not isinstance(size, (int, str)) or isinstance(size, bool):
+                raise ValueError_(f"memory_limit is a number of bytes or a size such as \"512M\" (or None), "
+                                  f"not {describe(size)}")
+            try:
+                size = parse_size(size)
+            except ValueError as e:
+                raise ValueError_(f"memory_limit: {e}") from None
+        self._limits = self._limits[:2] + (size,)
+
+    @contextlib.contextmanager
+    def _entry_limits(self):
+        # A fresh Limits for each entry into the session's code (Session.context): the time
+        # and step limits count from here; the run context's ops and the interpreter read it.
+        time_limit, step_limit, memory_limit = self._limits
+        if time_limit is None and step_limit is None and memory_limit is None:
+            yield
+            return
+        ctx, interp = self._ctx, self._interp
+        saved = ctx.limits, interp.limits
+        ctx.limits = interp.limits = Limits(time_limit, step_limit, memory_limit, count=self._held_bytes)
+        try:
+            yield
+        finally:
+            ctx.limits, interp.limits = saved
+
+    def _held_bytes(self) -> int:
+        # what the memory limit counts: the values of the session's variables and of the
+        # scopes of the function running now (core/limits.py's held_bytes)
+        roots = []
+        scope = self._interp.scope
+        while scope is not None:
+            roots.extend(scope.vars.values())
+            scope = scope.parent
+        if self._interp.scope is not self._interp.globals:
+            roots.extend(self.namespace.values())
+        return held_bytes(roots)
 
     # -- settings (fields of the session's run context) -------------------------
     @property
@@ -198,7 +286,7 @@ class Session:
         if old_limit < _RECURSION_LIMIT:
             sys.setrecursionlimit(_RECURSION_LIMIT)
         try:
-            with use(ctx), ieee():
+            with use(ctx), ieee(), self._entry_limits():
                 yield self
         finally:
             ctx.in_pass = passes

@@ -14,6 +14,7 @@ import autodsl
 from autodsl.cli import repl
 from autodsl.cli.params import parse_sets
 from autodsl.cli.progress import ClearingWriter, ProgressLine
+from autodsl.core.limits import parse_size
 from autodsl.errors import DSLError
 from autodsl.session import Session
 
@@ -46,11 +47,45 @@ def build_parser() -> argparse.ArgumentParser:
                         "from finite values, forward or backward")
     p.add_argument("--anomaly-raise", dest="anomaly", action="store_const", const="raise",
                    help="anomaly mode that stops the script with an error at the first nan or inf")
+    p.add_argument("--time-limit", type=_seconds, default=None, metavar="S",
+                   help="stop a script that runs longer than S seconds (wall clock) with a limit error")
+    p.add_argument("--memory-limit", type=_size, default=None, metavar="SIZE",
+                   help="bound the tensors, strings and lists a script holds to SIZE: bytes, or "
+                        "with K, M, G or T (512M, 2G; KiB, MiB, GiB: powers of 1024)")
+    p.add_argument("--step-limit", type=_steps, default=None, metavar="N",
+                   help="stop a script after N interpreter steps (statements, loop iterations, calls)")
     p.add_argument("--no-history", action="store_true",
                    help="REPL: do not read or write the history file "
                         "($XDG_DATA_HOME/autodsl/history; AUTODSL_NO_HISTORY=1 does the same)")
     p.add_argument("--version", action="version", version=f"autodsl {_version()}")
     return p
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (give one above 0, such as 2.5)")
+    return value
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _steps(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of steps (give a whole number above 0)")
+    return value
 
 
 def _flush_stdout() -> None:
@@ -124,7 +159,9 @@ def _main(argv) -> int:
             sources.append((path, _read(path, parser)))
 
     try:
-        session = Session(device=args.device, dtype=args.dtype, trace=args.trace, anomaly=args.anomaly)
+        session = Session(device=args.device, dtype=args.dtype, trace=args.trace, anomaly=args.anomaly,
+                          time_limit=args.time_limit, memory_limit=args.memory_limit,
+                          step_limit=args.step_limit)
         for name, value in variables.items():
             session[name] = value
     except DSLError as e:

@@ -40,6 +40,7 @@ from autodsl.source import SOURCE_POS  # the language records where each graph n
 from autodsl.source import caller_pos, format_pos
 from autodsl.core.node import Node as _GraphNode
 from autodsl.core.grad_mode import no_grad
+from autodsl.core.limits import BIG_ALLOCATION, reserve
 from autodsl.core.journal import record_items, record_setter
 from autodsl.ops.elementwise import pow as tensor_pow
 from autodsl.tools.formatting import format as format_field
@@ -149,6 +150,9 @@ class Interpreter:
         self.depth = 0
         self.current_stmt: A.Stmt | None = None
         self.loop_depth = 0     # loops running now (only the outermost reports progress)
+        # the session's resource limits while its code runs (core/limits.py; set by
+        # Session.context), else None: a statement, an iteration and a call each count a step
+        self.limits = None
 
     # -- entry point -----------------------------------------------------------
     def run(self, program: A.Program):
@@ -206,6 +210,8 @@ class Interpreter:
 
     def exec(self, stmt: A.Stmt):
         try:
+            if self.limits is not None:
+                self.limits.step()
             return _STMT[type(stmt)](self, stmt)
         except DSLError as e:
             raise self._attach(e, stmt)
@@ -362,6 +368,8 @@ class Interpreter:
 
     def _iteration(self, body) -> bool:
         """Run one pass of a loop's body; False when `break` left the loop."""
+        if self.limits is not None:         # (an empty body is still a step)
+            self.limits.step()
         try:
             self.exec_block(body)
         except _Continue:
@@ -461,9 +469,14 @@ class Interpreter:
                 out.append(format_field(value, part.spec))
             except DSLError as e:
                 raise self._attach(e, part)
+        n = sum(map(len, out))
+        if self.limits is not None or n > BIG_ALLOCATION:
+            reserve(n, "this string")
         return "".join(out)
 
     def eval_ListExpr(self, node):
+        if self.limits is not None:
+            self.limits.reserve(8 * len(node.items) + 56, "this list")
         return [self.eval(item) for item in node.items]
 
     def eval_Chain(self, node: A.Chain):
@@ -628,6 +641,8 @@ class Interpreter:
             if op in ("%", "//") and b == 0:
                 raise ValueError_(f"`{op}` by zero: the {'remainder' if op == '%' else 'floor'} of a "
                                   "division by zero is undefined for plain numbers; check the divisor first")
+            if type(a) is str and (self.limits is not None or len(a) + len(b) > BIG_ALLOCATION):
+                reserve(len(a) + len(b), "this string")         # before Python allocates it
             return _BINOPS[op](a, b)
         ctx = current()             # the op's node remembers where it was written
         outer = ctx.pos
@@ -779,6 +794,8 @@ class Interpreter:
         built-in or Python calls it); ``hook``: the tensor's text when it runs as a tensor hook
         (None if unknown; False when it is no hook). An error leaving the body gets a line
         saying where the call was (``DSLError.calls``)."""
+        if self.limits is not None:
+            self.limits.step()
         if self.depth >= self.max_depth:
             raise RuntimeError_(f"too many nested calls of user functions (more than {self.max_depth}) "
                                 f"while calling `{fn.name}`: does it call itself without ever stopping?")

@@ -14,6 +14,7 @@ from autodsl.core.tensor import Tensor
 
 from autodsl.core.node import Node as _GraphNode
 from autodsl.core.display import format_value
+from autodsl.core.limits import memory_error
 
 __all__ = ["describe", "describe_value", "translate_exception", "truth", "number_pow",
            "param_text", "suggest", "NUMBER_TYPES"]
@@ -82,7 +83,7 @@ def translate_exception(e: BaseException) -> DSLError:
     if isinstance(e, KeyError):
         return IndexError_(f"no entry {msg}")
     if isinstance(e, MemoryError):
-        return RuntimeError_("out of memory: the tensors are too large")
+        return memory_error(e)          # with its size when NumPy said it (core/limits.py)
     return RuntimeError_(f"internal error ({type(e).__name__}): {msg}")
 
 

@@ -5,6 +5,8 @@ session's default), ``device=`` ("cpu" or "cuda") and ``requires_grad=``.
 """
 from __future__ import annotations
 
+import math
+
 import autodsl.backend as backend
 from autodsl.backend import seed
 from autodsl.context import current
@@ -12,6 +14,7 @@ from autodsl.errors import DTypeError, ShapeError, ValueError_
 from autodsl.core import grad_mode
 from autodsl.source import SOURCE_POS, caller_pos
 from autodsl.core.tensor import Tensor, array_from_data
+from autodsl.core.limits import reserve_elements
 from autodsl.core.journal import record_random
 
 __all__ = ["tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "rand", "randn",
@@ -23,9 +26,28 @@ def _dtype(dtype):
 
 
 def _make(fn: str, device: str, dt, *args):
-    """``xp.<fn>(*args, dtype=...)`` in the namespace of ``device`` (zeros, ones, arange...)."""
+    """``xp.<fn>(*args, dtype=...)`` in the namespace of ``device`` (zeros, ones, arange...),
+    once its size fits the memory limit (or the machine's memory): LimitError with the size."""
+    reserve_elements(_shape_made(fn, args), dt.np.itemsize, f"{fn}()")
     xp = backend.xp(device)
     return getattr(xp, fn)(*args, dtype=backend.native_dtype(dt, xp))
+
+
+def _shape_made(fn: str, args) -> tuple:
+    """The shape ``xp.<fn>(*args)`` makes (its element count is what matters)."""
+    if fn in ("zeros", "ones", "full"):
+        return args[0]
+    if fn == "eye":
+        return (args[0], args[0] if args[1] is None else args[1])
+    if fn == "linspace":
+        return (max(args[2], 0),)
+    if fn == "arange":
+        start, end, step = args
+        try:
+            return (max(0, math.ceil((end - start) / step)),)
+        except (TypeError, ValueError, OverflowError, ZeroDivisionError):
+            return ()           # (arange itself says what is wrong)
+    return ()
 
 
 def _finish(arr, device, requires_grad):
@@ -118,7 +140,9 @@ def rand(*size, dtype=None, device=None, requires_grad=False):
     dt = _dtype(dtype)
     _need_float(dt, "rand")
     _no_capture("rand")
-    arr = backend.random_uniform(_size(size), dt, device)
+    shape = _size(size)
+    reserve_elements(shape, 8, "rand()")           # (drawn as float64)
+    arr = backend.random_uniform(shape, dt, device)
     return _finish(arr, device, requires_grad)
 
 
@@ -128,7 +152,9 @@ def randn(*size, dtype=None, device=None, requires_grad=False):
     dt = _dtype(dtype)
     _need_float(dt, "randn")
     _no_capture("randn")
-    arr = backend.random_normal(_size(size), dt, device)
+    shape = _size(size)
+    reserve_elements(shape, 8, "randn()")
+    arr = backend.random_normal(shape, dt, device)
     return _finish(arr, device, requires_grad)
 
 

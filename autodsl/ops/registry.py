@@ -30,6 +30,8 @@ from autodsl.ops.formula import ARRAYS, TENSORS
 from autodsl.core.tensor import PUBLIC_METHODS, Tensor, new_tensor
 from autodsl.errors import IndexError_, ValueError_
 from autodsl.ops.promotion import fast_pair, promoted, to_tensors
+from autodsl.ops.op_limits import check_op
+from autodsl.core.limits import memory_error
 
 _gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
 
@@ -229,6 +231,8 @@ def apply(cls, *inputs, **params) -> Tensor:
             arrays = (tensors[0]._data,)
         else:
             arrays = [t._data for t in tensors]
+        if ctx.limits is not None:          # a Session's time or memory limit (ops/op_limits.py)
+            check_op(ctx.limits, cls, arrays)
         try:
             if ctx.ieee_depth:        # inside a Session run or a backward: IEEE results already set
                 out_arr = node.forward(*arrays, **params)
@@ -242,6 +246,8 @@ def apply(cls, *inputs, **params) -> Tensor:
             raise
         except (ValueError, IndexError, TypeError) as e:
             raise _translate(cls, tensors, e) from None
+        except MemoryError as e:            # NumPy could not allocate the result: say how much
+            raise memory_error(e, f"{cls.op_name}'s result") from None
         # a NumPy scalar becomes a 0-d array; only to() moves data to another device
         out = Tensor(out_arr) if cls.moves_device else new_tensor(out_arr, device)
         out_arr = out._data

@@ -1,0 +1,221 @@
+"""Issue 12, break 5: resource limits an embedding application can set.
+
+``Session(time_limit=, step_limit=, memory_limit=)`` and ``autodsl --time-limit/--memory-limit/
+--step-limit``: a run past a limit stops with LimitError at the line it reached, and the session
+stays usable. Times here are generous bounds on runs that would otherwise never end; no test
+asserts a speed.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import autodsl
+from autodsl import Session
+
+# (getattr: so that on a version without limits each test fails on what it checks)
+LimitError = getattr(autodsl, "LimitError", autodsl.DSLError)
+
+LOOP = "x = 1\nfor i in range(10^12) {}\ny = 2"
+EXPONENTIAL = "def f(n) {\n  if n == 0 { return 1 }\n  return f(n - 1) + f(n - 1)\n}\nr = f(100)"
+
+
+def _limit_error(session, source) -> LimitError:
+    with pytest.raises(LimitError) as info:
+        session.run(source)
+    return info.value
+
+
+# -- steps ---------------------------------------------------------------------
+
+def test_step_limit_stops_an_endless_loop_at_its_line_and_keeps_the_session():
+    s = Session(step_limit=10_000)
+    e = _limit_error(s, LOOP)
+    assert "step limit of 10,000 steps" in e.message
+    assert (e.line, e.column) == (2, 1)
+    assert "^" in e.render() and "for i in range(10^12)" in e.render()
+    assert s["x"] == 1 and "y" not in s          # bindings before the failing statement stay
+    assert 0 < s["i"] < 10_000
+    assert s.run("x + 41") == 42                 # a new run counts from zero again
+    assert s.run("t = 0\nfor k in range(1000) { t = t + k }\nt") == sum(range(1000))
+
+
+def test_step_limit_counts_calls_of_an_exponential_recursion():
+    s = Session(step_limit=5_000)
+    e = _limit_error(s, EXPONENTIAL)
+    assert "step limit" in e.message
+    assert e.line in (2, 3)                      # inside f's body, where it had got to
+    assert any("in f()" in c for c in e.calls)
+    assert s.run("f(4)") == 16                   # the function is still there and works
+
+
+def test_while_true_with_an_empty_body_counts_iterations():
+    s = Session(step_limit=100)
+    e = _limit_error(s, "while true {}")
+    assert (e.line, e.column) == (1, 1)
+
+
+# -- time ----------------------------------------------------------------------
+
+def test_time_limit_stops_an_endless_loop():
+    s = Session(time_limit=0.3)
+    e = _limit_error(s, LOOP)
+    assert "time limit of 0.3 s" in e.message
+    assert e.line == 2
+    assert s["x"] == 1
+    assert s.run("x * 3") == 3                   # a fresh deadline for the next run
+
+
+def test_time_limit_stops_an_exponential_recursion():
+    s = Session(time_limit=0.3)
+    e = _limit_error(s, EXPONENTIAL)
+    assert "time limit" in e.message and e.line in (2, 3)
+
+
+def test_time_limit_holds_in_a_thread_without_signals():
+    out = {}
+
+    def work():
+        s = Session(time_limit=0.3)
+        try:
+            s.run(LOOP)
+        except LimitError as e:
+            out["error"] = e
+        out["after"] = s.run("x + 1")
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join(60)                                  # generous: the run itself stops after 0.3 s
+    assert not t.is_alive()
+    assert "time limit" in out["error"].message and out["after"] == 2
+
+
+def test_time_limit_holds_for_a_host_call_into_a_script_function():
+    s = Session(time_limit=0.3)
+    s.run("def spin() { while true {} }\ndef ok(a) { return a * 2 }")
+    with pytest.raises(LimitError, match="time limit"):
+        s["spin"]()
+    assert s["ok"](21) == 42                    # each host call has its own deadline
+
+
+def test_a_host_hook_run_by_backward_counts_steps():
+    s = Session(step_limit=1_000)
+    s.run("w = tensor(1.0, requires_grad=true)\n"
+          "def h(g) { for i in range(10^9) {}\n return g }\n"
+          "w.register_hook(h)\nloss = w * 3")
+    with pytest.raises(LimitError, match="step limit"):
+        s["loss"].backward()
+
+
+def test_no_limits_by_default_and_from_the_python_api():
+    s = Session()
+    assert (s.time_limit, s.step_limit, s.memory_limit) == (None, None, None)
+    with s.context() as inside:
+        assert inside._ctx.limits is None
+    assert autodsl.context.current().limits is None
+    assert s.run("t = 0\nfor k in range(20000) { t = t + 1 }\nt") == 20000
+
+
+# -- memory ----------------------------------------------------------------------
+
+def test_memory_limit_refuses_zeros_larger_than_it_at_once_with_the_size():
+    s = Session(memory_limit="1M")
+    e = _limit_error(s, "a = 1\nz = zeros([10^7])")
+    assert "zeros() would need 80.0 MB" in e.message and "memory limit of 1.0 MB" in e.message
+    assert (e.line, e.column) == (2, 5)
+    assert s["a"] == 1 and "z" not in s
+    assert s.run("sum(zeros([1000]) + 1)").item() == 1000.0
+
+
+def test_memory_limit_counts_what_the_session_holds():
+    s = Session(memory_limit=1_000_000)
+    s.run("x = zeros([10^5])")                   # 800 KB
+    e = _limit_error(s, "y = ones([10^5])")
+    assert "already holds about 800.0 KB" in e.message
+    s.run("x = none\ny = ones([10^5])")          # x's storage is free again
+    assert float(s["y"].sum().item()) == 1e5
+
+
+def test_memory_limit_stops_string_doubling_early():
+    s = Session(memory_limit="10M")
+    e = _limit_error(s, 's = "ab"\nfor i in range(40) { s = s + s }')
+    assert "this string would need" in e.message and e.line == 2
+    assert 1_000_000 < len(s["s"]) <= 10_000_000     # stopped at the limit, not at 2 TB
+    with pytest.raises(LimitError):
+        s.run('t = f"{s}{s}{s}"')
+
+
+def test_memory_limit_checks_broadcasting_matmul_and_ops_on_expanded_views():
+    s = Session(memory_limit="100M")
+    s.run("a = zeros([10^4, 1])\nb = zeros([1, 10^4])\nm = zeros([10^4, 10])\nn = zeros([10, 10^4])")
+    assert "add's result would need 800.0 MB" in _limit_error(s, "a + b").message
+    assert "matmul's result would need 800.0 MB" in _limit_error(s, "m @ n").message
+    assert "8.0 TB" in _limit_error(s, "ones([1]).expand([10^12]).exp()").message
+    # a reduction of an expanded view allocates nothing large: it runs
+    assert s.run("ones([1]).expand([10^7]).sum()").item() == 1e7
+    assert s.run("(m @ n[:, :10]).shape") == (10_000, 10)
+
+
+def test_without_a_memory_limit_an_allocation_larger_than_the_machine_fails_with_its_size():
+    s = Session()
+    e = _limit_error(s, "zeros([10^12])")
+    assert "zeros() would need 8.0 TB" in e.message and "MemoryError" not in e.render()
+    e = _limit_error(s, "zeros([10^6, 1]) + zeros([1, 10^7])")
+    assert "80.0 TB" in e.message and "add" in e.message
+    with pytest.raises(LimitError, match="8.0 TB"):
+        autodsl.zeros(10**12)                   # the Python API too
+
+
+def test_memory_limit_spellings():
+    from autodsl.core.limits import format_size, parse_size
+    assert Session(memory_limit="512M").memory_limit == 512_000_000
+    assert Session(memory_limit="2G").memory_limit == 2_000_000_000
+    assert Session(memory_limit="64KiB").memory_limit == 65_536
+    assert Session(memory_limit=12345).memory_limit == 12345
+    assert parse_size("1.5GB") == 1_500_000_000 and format_size(8 * 10**12) == "8.0 TB"
+    for bad in ("lots", "-1", "0", "5X", True, 1.5):
+        with pytest.raises(autodsl.ValueError_, match="memory_limit"):
+            Session(memory_limit=bad)
+    with pytest.raises(autodsl.ValueError_, match="time_limit"):
+        Session(time_limit=-1)
+    with pytest.raises(autodsl.ValueError_, match="step_limit"):
+        Session(step_limit=2.5)
+
+
+def test_limits_leave_results_unchanged():
+    src = "w = tensor([1.0, 2.0, 3.0], requires_grad=true)\nl = (w * w).sum()\nl.backward()\nw.grad"
+    free = Session().run(src)
+    bounded = Session(time_limit=60, step_limit=10**6, memory_limit="1G").run(src)
+    np.testing.assert_array_equal(np.asarray(bounded.tolist()), np.asarray(free.tolist()))
+
+
+# -- the command line ------------------------------------------------------------
+
+def _autodsl(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "autodsl", *args], check=False, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_cli_step_and_time_limits():
+    r = _autodsl("--step-limit", "1000", "-c", "for i in range(10^12) {}")
+    assert r.returncode == 1 and "step limit of 1,000 steps" in r.stderr and "Traceback" not in r.stderr
+    r = _autodsl("--time-limit", "0.5", "-c", "x = 1\nwhile true {}")
+    assert r.returncode == 1 and "<string>:2:1: the run took longer than its time limit of 0.5 s" in r.stderr
+
+
+def test_cli_memory_limit_and_bad_sizes():
+    r = _autodsl("--memory-limit", "1M", "-c", "x = zeros([10^7])")
+    assert r.returncode == 1 and "zeros() would need 80.0 MB, more than the memory limit of 1.0 MB" in r.stderr
+    r = _autodsl("--memory-limit", "512M", "-c", "print(sum(ones([10])))")
+    assert r.returncode == 0 and r.stdout.strip() == "10.0"
+    for bad in ("lots", "0", "12Q"):
+        r = _autodsl("--memory-limit", bad, "-c", "1")
+        assert r.returncode == 2 and "is not a size" in r.stderr and "Traceback" not in r.stderr
+    r = _autodsl("--time-limit", "soon", "-c", "1")
+    assert r.returncode == 2 and "not a number of seconds" in r.stderr
+    r = _autodsl("--step-limit", "-3", "-c", "1")
+    assert r.returncode == 2 and "not a number of steps" in r.stderr
