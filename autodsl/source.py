@@ -2,9 +2,10 @@
 
 A position is a tuple ``(file, line, column, text)``: the language sets one per
 expression (``text`` is the expression's source, e.g. ``w1*x^2``) as the run
-context's ``pos``; nodes made from the Python API take their caller's
-``(file, line, None, None)`` from ``caller_pos()``, and the line's text is read
-back from the file only when shown. ``user_frame()`` is the one frame walker:
+context's ``pos``, a ``SourcePos`` that reads like that tuple and cuts ``text``
+from the one shared source text only when it is read; nodes made from the Python
+API take their caller's ``(file, line, None, None)`` from ``caller_pos()``, and the
+line's text is read back from the file only when shown. ``user_frame()`` is the one frame walker:
 the first frame outside the autodsl package is the user's.
 """
 from __future__ import annotations
@@ -16,8 +17,8 @@ import warnings
 
 from autodsl.context import current
 
-__all__ = ["SOURCE_POS", "user_frame", "caller_pos", "caller_line", "warn_user", "current_pos", "backward_pos", "pos_text",
-           "format_pos"]
+__all__ = ["SOURCE_POS", "SourcePos", "user_frame", "caller_pos", "caller_line", "warn_user", "current_pos",
+           "backward_pos", "pos_text", "format_pos"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _OURS = (_PACKAGE_DIR, "<frozen ")      # frames that are not the user's (runpy's are frozen)
@@ -34,6 +35,101 @@ def user_frame():
     while f is not None and f.f_code.co_filename.startswith(_OURS):
         f = f.f_back
     return f
+
+
+class SourcePos:
+    """``(file, line, column, text)`` of a language expression, read as that tuple (indexing,
+    slicing, unpacking, ``==`` and ``hash`` as the tuple's), holding no copy of ``text``.
+
+    ``text`` is cut from ``source`` (anything with ``line_text(line)``: the one text of the
+    script, shared by every position in it) between columns ``start`` and ``end`` each time
+    it is read: a copy per node made a 100,000-term sum keep 100,000 growing prefixes of its
+    line (gigabytes). ``prefix`` and ``fallback`` make the text of a node recorded by a
+    backward formula, ``backward of w*x`` (``backward of MulBackward`` when there is no
+    text). A pickle or a copy of it is the plain tuple."""
+
+    __slots__ = ("_end", "_fallback", "_prefix", "_source", "_start", "column", "file", "line")
+
+    def __init__(self, file, line, column, source=None, start=None, end=None, prefix=None, fallback=None):
+        self.file, self.line, self.column = file, line, column
+        self._source, self._start, self._end = source, start, end
+        self._prefix, self._fallback = prefix, fallback
+
+    def _bounds(self):
+        """``(line text, first, last)``: the stripped text is ``full[first:last]``; None if unknown."""
+        if self._source is None or self._start is None or not self._end:
+            return None
+        full = self._source.line_text(self.line)
+        if full is None:
+            return None
+        # strip by scanning, not by slicing first: only the whitespace is walked
+        i, j = self._start - 1, min(self._end - 1, len(full))
+        while i < j and full[i].isspace():
+            i += 1
+        while j > i and full[j - 1].isspace():
+            j -= 1
+        return (full, i, j) if i < j else None
+
+    @property
+    def text(self) -> str | None:
+        b = self._bounds()
+        t = b[0][b[1]:b[2]] if b else None
+        if self._prefix is None:
+            return t
+        return self._prefix + (t or self._fallback or "")
+
+    def head(self, n: int) -> str | None:
+        """``text`` cut to at most ``n + 1`` characters (longer than ``n``: it goes on), read
+        without copying the rest of it (a 200 KB line shown in a trace of 100,000 nodes)."""
+        b = self._bounds()
+        t = b[0][b[1]:min(b[2], b[1] + n + 1)] if b else None
+        if self._prefix is None:
+            return t
+        return (self._prefix + (t or self._fallback or ""))[:n + 1]
+
+    def backward(self, name: str) -> SourcePos:
+        """The position of a node that this node's backward formula records (``backward_pos``)."""
+        if self._prefix is None and self._bounds() is None:
+            return SourcePos(self.file, self.line, self.column, prefix=f"backward of {name}")
+        fallback = self._fallback if self._prefix is not None else None
+        return SourcePos(self.file, self.line, self.column, self._source, self._start, self._end,
+                         "backward of " + (self._prefix or ""), fallback)
+
+    def _tuple(self) -> tuple:
+        return (self.file, self.line, self.column, self.text)
+
+    def __getitem__(self, i):
+        if i == 0:                  # the common reads, without cutting the text
+            return self.file
+        if i == 1:
+            return self.line
+        if i == 2:
+            return self.column
+        return self._tuple()[i]
+
+    def __len__(self) -> int:
+        return 4
+
+    def __iter__(self):
+        return iter(self._tuple())
+
+    def __eq__(self, other):
+        if isinstance(other, (SourcePos, tuple)):
+            return self._tuple() == tuple(other)
+        return NotImplemented
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self) -> int:
+        return hash(self._tuple())
+
+    def __reduce__(self):
+        return (tuple, (self._tuple(),))
+
+    def __repr__(self) -> str:
+        return repr(self._tuple())
 
 
 _POSITIONS: dict = {}
@@ -120,6 +216,8 @@ SOURCE_POS = _SourcePos()
 def backward_pos(pos, name: str):
     """Where nodes made by a backward formula under create_graph say they come from: the
     node's own place ``pos``, with the text ``backward of w*x`` (``name``: the node's)."""
+    if isinstance(pos, SourcePos):      # still no copy of the text
+        return pos.backward(name)
     text = pos_text(pos) if pos else None
     what = f"backward of {text}" if text else f"backward of {name}"
     return (pos[0], pos[1], pos[2], what) if pos else (None, None, None, what)
@@ -153,7 +251,7 @@ def format_pos(pos, *, text: bool = True, file: bool = False) -> str:
         show = fname and (file or fname.startswith("<input "))
         where = f"{fname}:{line}:{col}" if show else f"{line}:{col}"
     if text:
-        t = pos_text(pos)
+        t = pos.head(60) if isinstance(pos, SourcePos) else pos_text(pos)
         if t:
             if len(t) > 60:
                 t = t[:57] + "..."

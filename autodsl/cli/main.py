@@ -14,6 +14,7 @@ import autodsl
 from autodsl.cli import repl
 from autodsl.cli.params import parse_sets
 from autodsl.cli.progress import ClearingWriter, ProgressLine
+from autodsl.cli.source_arg import split_source
 from autodsl.core.limits import parse_size
 from autodsl.errors import DSLError
 from autodsl.session import Session
@@ -142,7 +143,11 @@ def _run_sources(session, sources: list[tuple[str, str]]) -> int:
 
 def _main(argv) -> int:
     parser = build_parser()
+    # `-c -pi`: the source is whatever follows -c (argparse would read `-pi` as an option)
+    argv, source = split_source(parser, list(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
+    if source is not None:
+        args.source = source
     if args.source is not None and args.files:
         parser.error("give either -c SOURCE or script files, not both")
     try:

@@ -10,7 +10,7 @@ nested calls.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 __all__ = [
@@ -18,7 +18,7 @@ __all__ = [
     "Number", "String", "Const", "Name", "ListExpr", "Chain", "Compare", "BoolOp", "Not",
     "Unary", "Power", "Call", "Attribute", "Index", "Slice", "Keyword", "FString", "FormatField",
     "ExprStmt", "Assign", "SetItem", "SetAttr", "AugAssign", "FuncDef", "Param", "For", "While",
-    "Break", "Continue", "If", "NoGrad", "Return", "Program",
+    "Break", "Continue", "If", "NoGrad", "Return", "Program", "children",
 ]
 
 
@@ -259,3 +259,32 @@ class Return(Stmt):
 class Program(Node):
     body: list[Stmt]
     source: Source | None = None
+
+
+# ---- walking ---------------------------------------------------------------
+
+_POSITION_FIELDS = frozenset({"line", "column", "end_column", "source"})
+# per node class, the fields that may hold nodes (fixed once the classes exist)
+_CHILD_FIELDS = {cls: tuple(f.name for f in fields(cls) if f.name not in _POSITION_FIELDS)
+                 for cls in (Number, String, Const, Name, ListExpr, Chain, Compare, BoolOp, Not, Unary,
+                             Power, Keyword, Call, Attribute, Slice, Index, FormatField, FString, ExprStmt,
+                             Assign, SetItem, SetAttr, AugAssign, Param, FuncDef, For, While, Break, Continue,
+                             If, NoGrad, Return, Program)}
+
+
+def children(node: Node) -> list[Node]:
+    """The nodes directly inside ``node``, in source order: sub-expressions, a block's
+    statements, a call's keywords, a def's parameters, an f-string's fields and the
+    operands of a ``Chain``. For walks with an explicit stack (no recursion)."""
+    out = []
+    for name in _CHILD_FIELDS[type(node)]:
+        value = getattr(node, name)
+        if isinstance(value, Node):
+            out.append(value)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, Node):
+                    out.append(item)
+                elif isinstance(item, tuple):       # a Chain's (op, operand, line, column)
+                    out.append(item[1])
+    return out

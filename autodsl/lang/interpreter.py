@@ -37,7 +37,7 @@ from autodsl.lang.values import (describe, describe_value, number_pow, param_tex
 
 from autodsl.context import call_in, current, scoped
 from autodsl.source import SOURCE_POS  # the language records where each graph node came from
-from autodsl.source import caller_pos, format_pos
+from autodsl.source import SourcePos, caller_pos, format_pos
 from autodsl.core.node import Node as _GraphNode
 from autodsl.core.grad_mode import no_grad
 from autodsl.core.limits import BIG_ALLOCATION, reserve
@@ -194,14 +194,14 @@ class Interpreter:
 
     def _make_pos(self, line, column, start_line, start_column, end_column):
         """``(file, line, column, text)``: text is the source from the start to ``end_column``
-        when the expression fits on one line, else None."""
+        when the expression fits on one line, else None. A ``SourcePos``: the text is cut from
+        the one source when shown, so a position costs the same for `x` and for a 100,000-term sum."""
         src = self.source
-        text = None
-        if src is not None and end_column and start_line == line:
-            full = src.line_text(start_line)
-            if full is not None:
-                text = full[start_column - 1:end_column - 1].strip() or None
-        return (src.filename if src else None, line, column, text)
+        if src is None:
+            return (None, line, column, None)
+        if end_column and start_line == line:
+            return SourcePos(src.filename, line, column, src, start_column, end_column)
+        return (src.filename, line, column, None)
 
     # -- statements ------------------------------------------------------------
     def exec_block(self, stmts: list[A.Stmt]) -> None:

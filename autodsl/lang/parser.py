@@ -8,8 +8,14 @@ turns the parse tree into the dataclasses of ``ast.py``.
 
 Lark's exceptions become ``ParseError`` with a line, a column and one sentence
 for the common mistakes (a bracket never closed, a stray operator, an input
-that ends too early). ``is_incomplete`` tells the REPL whether to ask for
-another line.
+that ends too early); no exception of Lark's leaves ``parse``. ``is_incomplete``
+tells the REPL whether to ask for another line.
+
+Parsing is linear in the length of the source, in time and memory: nodes keep
+line and column numbers into the one source text (``Source``), and an f-string's
+fields are parsed on their own and moved into place. A program nested deeper than
+``MAX_NESTING`` levels is refused here, with its position, rather than failing
+somewhere later in a recursion.
 """
 from __future__ import annotations
 
@@ -18,14 +24,23 @@ import functools
 from pathlib import Path
 
 from lark import Lark, Token, Transformer_NonRecursive, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+from lark.exceptions import (LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken,
+                             VisitError)
 
 from autodsl.errors import DSLError, ParseError
 from autodsl.lang import ast as A
 from autodsl.lang.fstring import Field, FStringError, split_fstring
 from autodsl.lang.python_words import syntax_hint
 
-__all__ = ["parse", "is_incomplete", "grammar_text", "get_parser", "KEYWORDS"]
+__all__ = ["parse", "is_incomplete", "grammar_text", "get_parser", "KEYWORDS", "MAX_NESTING", "MAX_INT_DIGITS"]
+
+# Levels of expressions and blocks inside each other (`-(-(-x))` is 4). The interpreter
+# evaluates nested expressions by recursion, a few Python frames a level: 3000 levels fit
+# in a run's recursion limit with room for calls (test_lang's 2000 `^` must work).
+MAX_NESTING = 3000
+# Python's own limit for an integer literal (int("9" * 4301) is refused, so is the literal):
+# a decimal text that long takes quadratic time to convert.
+MAX_INT_DIGITS = 4300
 
 KEYWORDS = frozenset({"true", "false", "none", "def", "for", "while", "break", "continue", "in", "if",
                       "else", "no_grad", "return", "and", "or", "not"})
@@ -302,8 +317,21 @@ class _Builder(Transformer_NonRecursive):
 
     @v_args(meta=True)
     def number(self, meta, children):
-        text = str(children[0])
-        value = int(text) if text.isdigit() else float(text)
+        tok = children[0]
+        text = str(tok)
+        if not text.isdigit():
+            return A.Number(float(text), **_pos(meta))      # beyond 1.8e308: inf, as Python's float
+        value = None
+        if len(text) <= MAX_INT_DIGITS:
+            try:
+                value = int(text)
+            except ValueError:          # a host that lowered sys.set_int_max_str_digits
+                pass
+        if value is None:
+            raise ParseError(f"this integer has {len(text)} digits, more than the {MAX_INT_DIGITS} an integer "
+                             "written in a script may have (as in Python); write a number this large as a "
+                             "float (`1.5e300`) or compute it (`10^5000`)").with_position(
+                file=self.source.filename, **_tpos(tok), source_line=self.source.line_text(tok.line))
         return A.Number(value, **_pos(meta))
 
     @v_args(meta=True)
@@ -359,26 +387,103 @@ class _Builder(Transformer_NonRecursive):
 def _parse_field(text: str, src: A.Source, line: int, column: int) -> A.Expr:
     """The expression of an f-string field that starts at (line, column) of ``src``.
 
-    It is parsed as a program of its own, moved to its place by blank lines and
-    spaces in front, so that its nodes (and any syntax error) carry the positions
-    of the script itself.
+    It is parsed as a program of its own (one line: an f-string has no newline), and its
+    nodes, or the error, are then moved to their place, so that they carry the positions
+    of the script itself. Only a syntax error parses it again moved into place by blank
+    lines and spaces in front (its message may name other lines and columns): padding
+    every field made a script of many f-strings quadratic.
     """
-    padded = "\n" * (line - 1) + " " * (column - 1) + text
     try:
-        tree = get_parser().parse(padded)
-    except UnexpectedInput as e:
-        err = _translate(e, A.Source(src.filename, padded))
-        err.source_line = src.line_text(err.line)
-        raise err from None
+        tree = get_parser().parse(text)
+    except UnexpectedInput:
+        padded = "\n" * (line - 1) + " " * (column - 1) + text
+        try:
+            get_parser().parse(padded)
+        except UnexpectedInput as e:
+            err = _translate(e, A.Source(src.filename, padded))
+            err.source_line = src.line_text(err.line)
+            raise err from None
+        except LarkError as e:
+            raise _lark_error(e, src) from None
+        raise _err("this f-string field cannot be read", src, line, column, column + len(text)) from None
+    except LarkError as e:
+        raise _lark_error(e, src) from None
     try:
-        program = _Builder(src).transform(tree)
-    except VisitError as e:
-        raise e.orig_exc from None
+        program = _build(tree, src)
+    except ParseError as e:
+        if e.line is not None:      # a position in the field's own text: move it into the script
+            e.line, e.column = line, (e.column or 1) + column - 1
+            e.end_column = None if e.end_column is None else e.end_column + column - 1
+            e.source_line = src.line_text(line)
+        raise
+    _shift(program, line, column - 1)
     body = program.body
     if len(body) != 1 or not isinstance(body[0], A.ExprStmt):
         raise _err("only an expression can go inside the `{ }` of an f-string (no `=`, `;` or statements)",
                    src, line, column, column + len(text))
     return body[0].expr
+
+
+def _shift(program: A.Program, line: int, columns: int) -> None:
+    """Move every node of a one-line ``program`` to ``line``, ``columns`` to the right."""
+    stack = [program]
+    while stack:
+        node = stack.pop()
+        node.line = line
+        node.column += columns
+        if node.end_column is not None:
+            node.end_column += columns
+        if isinstance(node, A.Chain):
+            node.ops = [(op, operand, line, col + columns) for op, operand, _, col in node.ops]
+        stack.extend(A.children(node))
+
+
+def _build(tree, src: A.Source) -> A.Program:
+    """The AST of a Lark tree; a DSLError raised by a rule passes unwrapped, anything
+    else a rule raises becomes a ParseError at that rule's place."""
+    try:
+        return _Builder(src).transform(tree)
+    except VisitError as e:
+        orig = e.orig_exc
+        if isinstance(orig, DSLError):
+            raise orig from None
+        if isinstance(orig, (MemoryError, RecursionError)):
+            raise orig from None        # the run's own handling of "out of memory" and depth
+        meta = getattr(e.obj, "meta", None)
+        line = getattr(meta, "line", None) if meta is not None and not getattr(meta, "empty", True) else None
+        err = ParseError(f"this part of the script could not be read (an internal error of the parser, "
+                         f"{type(orig).__name__}); please report it with the script")
+        if line is not None:
+            err.with_position(file=src.filename, line=line, column=meta.column,
+                              source_line=src.line_text(line),
+                              end_column=meta.end_column if meta.end_line == line else None)
+        raise err from None
+
+
+def _lark_error(e: LarkError, src: A.Source) -> ParseError:
+    """Any other exception of Lark's (not a syntax error) as a ParseError."""
+    err = ParseError(f"the script could not be read (an internal error of the parser, {type(e).__name__}); "
+                     "please report it with the script")
+    line = getattr(e, "line", None)
+    if isinstance(line, int) and line > 0:
+        col = getattr(e, "column", None)
+        err.with_position(file=src.filename, line=line, column=col if isinstance(col, int) and col > 0 else 1,
+                          source_line=src.line_text(line))
+    return err
+
+
+def _check_nesting(program: A.Program, source: A.Source) -> None:
+    """Refuse nodes more than ``MAX_NESTING`` levels deep (an explicit stack: no recursion)."""
+    stack = [(program, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise _err(f"this is nested too deeply: more than {MAX_NESTING} levels of brackets, operators, "
+                       "calls or blocks inside each other; split it into several statements that name "
+                       "the parts (`a = ...`, then use `a`)", source, node.line, node.column,
+                       node.end_column)
+        depth += 1
+        stack.extend((child, depth) for child in A.children(node))
 
 
 def _check_jumps(program: A.Program, source: A.Source) -> None:
@@ -417,12 +522,10 @@ def parse(source: str, filename: str = "<string>") -> A.Program:
         tree = get_parser().parse(source)
     except UnexpectedInput as e:
         raise _translate(e, src) from None
-    try:
-        program = _Builder(src).transform(tree)
-    except VisitError as e:
-        if isinstance(e.orig_exc, DSLError):
-            raise e.orig_exc from None
-        raise
+    except LarkError as e:
+        raise _lark_error(e, src) from None
+    program = _build(tree, src)
+    _check_nesting(program, src)
     _check_jumps(program, src)
     return program
 
@@ -611,6 +714,6 @@ def is_incomplete(source: str) -> bool:
         return False
     except UnexpectedEOF:
         return True
-    except UnexpectedInput:
+    except (UnexpectedInput, LarkError):
         return False
     return False
