@@ -111,6 +111,18 @@ def test_a_host_hook_run_by_backward_counts_steps():
         s["loss"].backward()
 
 
+def test_time_limit_holds_between_the_nodes_of_a_long_backward_and_commits_nothing():
+    s = Session()
+    s.run("w = tensor(1.0, requires_grad=true)\ny = w\nfor i in range(50000) { y = y * 1.0 }")
+    s.time_limit = 0.01
+    e = _limit_error(s, "y.backward()")
+    assert "time limit" in e.message and (e.line, e.column) == (1, 1)
+    assert s["w"].grad is None                  # a pass stopped halfway leaves .grad as it was
+    s.time_limit = None
+    s.run("y.backward()")
+    assert s["w"].grad.item() == 1.0
+
+
 def test_no_limits_by_default_and_from_the_python_api():
     s = Session()
     assert (s.time_limit, s.step_limit, s.memory_limit) == (None, None, None)

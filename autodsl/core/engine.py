@@ -136,7 +136,9 @@ class GraphTask:
     def _run(self, stepping):
         deps = self._dependencies()
         self._needed_nodes = self._needed(deps) if self.targets is not None else None
-        anomaly = current().anomaly
+        ctx = current()
+        anomaly = ctx.anomaly
+        limits = ctx.limits         # a Session's time limit holds between the pass's nodes too
         obs = self._observers = tuple(o for o in (self.recorder, anomaly) if o is not None)
         for o in obs:
             o.start(dict(deps), self.create_graph)
@@ -153,6 +155,8 @@ class GraphTask:
         self._captured, self._staged, self._ran = {}, {}, []
         while heap:
             node = heapq.heappop(heap)[2]
+            if limits is not None:
+                limits.check_time()     # (before anything of the node runs: nothing is committed)
             g = buffers.pop(node, None)
             if stepping:        # pause before anything of the node runs, its hooks included
                 yield node, g, heap, deps, buffers
