@@ -226,12 +226,15 @@ def test_view_writes_match_torch(script):
     np.testing.assert_allclose(s["a"].grad.numpy(), a.grad.numpy())
 
 
-def test_inplace_on_a_transposed_view_with_grad_is_refused_clearly():
+def test_inplace_on_a_transposed_view_with_grad_is_recorded_as_in_torch():
+    # (refused before issue 12; tests/test_issue12_views.py has the cases against torch)
     a = T([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
     x = a * 1
     v = x.T
-    with pytest.raises(ad.AutogradError, match="clone"):
-        v += 1.0
+    v += a                              # x = a + a.T
+    np.testing.assert_array_equal(x.numpy(), [[2.0, 5.0], [5.0, 8.0]])
+    (x * x).sum().backward()            # d/da sum((a + a^T)^2) = 2x + 2x^T
+    np.testing.assert_array_equal(a.grad.numpy(), [[8.0, 20.0], [20.0, 32.0]])
 
 
 # -- found in review: ownership of .grad, stale views, saved values --------------------------------

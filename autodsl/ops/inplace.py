@@ -3,7 +3,8 @@
 Refused on a leaf that requires grad while recording; the version counter is
 bumped on every write; when recording, the target's history becomes the new
 node, and a write through an indexing view rewrites the base's history
-(CopySlices). Views made before their base's last in-place op rebuild their
+(CopySlices), also through reshape, transpose and permute views (Note [writes
+through views]). Views made before their base's last in-place op rebuild their
 history on use (Note [stale views]).
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ from autodsl.core.tensor import Tensor
 from autodsl.core.watch import note_write
 from autodsl.errors import AutogradError, DTypeError, ShapeError
 from autodsl.names import names_of
-from autodsl.ops.movement import _Raw, getitem, index_put
+from autodsl.ops.movement import _Raw, expand, index_put, permute, reshape, transpose
 from autodsl.ops.registry import apply
 
 __all__ = ["inplace", "refresh_view"]
@@ -49,11 +50,6 @@ def inplace(fn, target: Tensor, *args, what: str = "in-place operation", ufunc: 
                     f"{what} on a leaf tensor that requires grad: autograd needs its value as it is. "
                     "Update parameters inside a no_grad block (no_grad { w -= lr * w.grad }), "
                     "or write y = y - ... to make a new tensor")
-        if recording and base is not None and any(step[0].op_name != "getitem" for step in target._view_chain):
-            raise AutogradError(
-                f"{what} on a reshaped or transposed view of another tensor while recording gradients "
-                "is not supported; write through an index of the tensor itself (x[i] = ...), or "
-                "clone() the view first")
     if recording and current().capture is not None:
         current().capture.fail(f"it writes in place while recording gradients ({what})")
     if recording and base is not None:
@@ -117,22 +113,55 @@ def _snapshot(t: Tensor) -> Tensor:
 
 
 def _inplace_on_view(fn, view: Tensor, base: Tensor, args, what: str) -> Tensor:
-    """An in-place write through an indexing view, recorded as PyTorch's CopySlices does:
-    the base's new history is "the old base with this slice replaced", and the view's
-    history becomes the slice of that new base."""
-    chain = [params["key"] for _, params in view._view_chain]
+    """An in-place write through a view, recorded as PyTorch's CopySlices does: the base's
+    new history is "the old base with the view's part replaced by the result", and the view's
+    history becomes that part of the new base (Note [writes through views])."""
+    steps = view._view_chain
     out = fn(_snapshot(view), *args)
     old_base = _snapshot(base)
-    outer = [old_base]
-    for key in chain[:-1]:
-        outer.append(getitem(outer[-1], _Raw(key)))
+    outer = [old_base]          # the old base, and the view's steps replayed on it
+    for cls, params in steps[:-1]:
+        outer.append(apply(cls, outer[-1], **params))
     inner = out
-    for key, holder in zip(reversed(chain), reversed(outer)):
-        inner = index_put(holder, _Raw(key), inner)
+    for i in range(len(steps) - 1, -1, -1):
+        cls, params = steps[i]
+        inner = _put_back(cls, params, outer[i], inner, view.shape if i == len(steps) - 1 else outer[i + 1].shape)
     _write(view, out, what)
     _move_history(base, inner.grad_fn)
     refresh_view(view)
     return view
+
+
+# Note [writes through views]
+# PyTorch records a write into a view of a base that needs gradients as CopySlices on the base:
+# the view's region of the base, found by as_strided, is replaced by the result. The Array API
+# has no as_strided, so the region is found by replaying the view's steps (its _view_chain) on
+# the old base, and the result is put back step by step, innermost first, each by the step's
+# inverse: an index by index_put into the tensor it was taken from, a reshape, transpose or
+# permute (which cover all of their input, so nothing of it is left over) by the reshape back,
+# the same transpose, the inverse permutation. The gradients are PyTorch's; the nodes are named
+# for these ops (the base's last one, the view's replayed step) where torch shows CopySlices
+# and AsStridedBackward0. An expanded view (elements sharing memory) cannot be written, as in torch.
+
+def _put_back(cls, params, holder: Tensor, inner: Tensor, shape) -> Tensor:
+    """``holder`` with the part one view step ``cls(holder, **params)`` (of shape ``shape``)
+    reads replaced by ``inner``: the inverse of that step, recorded."""
+    name = cls.op_name
+    if name == "getitem":
+        return index_put(holder, _Raw(params["key"]), inner)
+    if tuple(inner.shape) != tuple(shape):      # a broadcast value (v += 1.0 via copy_ of a row)
+        inner = expand(inner, *shape)
+    if name == "reshape":
+        return reshape(inner, holder.shape)
+    if name == "transpose":
+        return transpose(inner, params["dim0"], params["dim1"])
+    if name == "permute":
+        dims = [d % len(params["dims"]) for d in params["dims"]]
+        return permute(inner, [dims.index(i) for i in range(len(dims))])
+    if name == "expand" and tuple(shape) == tuple(holder.shape):     # x.expand(x.shape): a plain view
+        return inner
+    raise AutogradError("this in-place write goes into an expanded tensor, whose elements share "
+                        "memory, so it has no single place to go; clone() the tensor first")
 
 
 def _write_ufunc(name: str, target: Tensor, other) -> bool:
