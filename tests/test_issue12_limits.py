@@ -172,6 +172,15 @@ def test_memory_limit_checks_broadcasting_matmul_and_ops_on_expanded_views():
     assert s.run("(m @ n[:, :10]).shape") == (10_000, 10)
 
 
+def test_memory_limit_checks_einsum_outer_products_and_tolist():
+    s = Session(memory_limit="100M", echo=False)
+    s.run("a = arange(10^4) * 1.0")
+    assert "einsum's result would need 800.0 MB" in _limit_error(s, 'einsum("i,j->ij", a, a)').message
+    assert s.run('einsum("i,i->", a, a)').item() == float(np.sum(np.arange(10**4, dtype=float) ** 2))
+    assert "tolist() would need" in _limit_error(s, "zeros([10^7]).tolist()").message
+    assert s.run("len(zeros([1000]).tolist())") == 1000
+
+
 def test_without_a_memory_limit_an_allocation_larger_than_the_machine_fails_with_its_size():
     s = Session()
     e = _limit_error(s, "zeros([10^12])")

@@ -137,8 +137,7 @@ class GraphTask:
         deps = self._dependencies()
         self._needed_nodes = self._needed(deps) if self.targets is not None else None
         ctx = current()
-        anomaly = ctx.anomaly
-        limits = ctx.limits         # a Session's time limit holds between the pass's nodes too
+        anomaly, limits = ctx.anomaly, ctx.limits   # (a Session's time limit holds between nodes too)
         obs = self._observers = tuple(o for o in (self.recorder, anomaly) if o is not None)
         for o in obs:
             o.start(dict(deps), self.create_graph)

@@ -34,8 +34,8 @@ import re
 import sys
 import time
 
+from autodsl import names
 from autodsl.context import current, current_or_none
-from autodsl.core.tensor import Tensor
 from autodsl.errors import LimitError
 
 __all__ = [
@@ -250,12 +250,13 @@ def held_bytes(roots) -> int:
     """About how many bytes the values in ``roots`` hold: each tensor's storage once (a view
     counts its base), its gradient, strings, and lists, tuples and dicts with what they hold.
     Graph nodes and functions are not followed."""
+    tensor_types = names.TENSOR_TYPES       # (core.tensor registers Tensor there; it imports this module)
     seen: set = set()
     total = 0
     stack = list(roots)
     while stack:
         v = stack.pop()
-        if isinstance(v, Tensor):
+        if isinstance(v, tensor_types):
             if id(v) in seen:
                 continue
             seen.add(id(v))

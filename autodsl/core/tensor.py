@@ -18,6 +18,7 @@ import autodsl.backend as backend
 from autodsl.context import current
 from autodsl.core.engine import GraphTask
 from autodsl.core.journal import record_attrs, record_grad
+from autodsl.core.limits import reserve
 from autodsl.core.node import AccumulateGrad
 from autodsl.source import SOURCE_POS, caller_pos, warn_user
 from autodsl.names import register_tensor_type
@@ -367,7 +368,9 @@ class Tensor:
         return value
 
     def tolist(self):
-        """The values as (nested) Python lists."""
+        """The values as (nested) Python lists. LimitError when they would not fit in the session's
+        memory limit (or the machine's memory): about 32 bytes a number."""
+        reserve(32 * self.numel(), "tolist()")
         out = backend.to_host(self._data).tolist()
         if current().capture is not None:      # compile() is recording: Python reads the values
             current().capture.value(self, out, "tolist")

@@ -12,6 +12,7 @@ estimate of the op's result, from the input shapes alone:
   (``ops/chunked.py``);
 * a matrix product: the broadcast batch times rows times columns;
 * ``cat`` and ``stack``: the sum of the inputs;
+* ``einsum``: the sizes of the output's subscripts (``"i,j->ij"`` is an outer product);
 * anything else (elementwise ops, with broadcasting): the broadcast shape of the inputs, so
   ``ones([1]).expand([10^12]).exp()`` fails at once with its size, before NumPy tries.
 
@@ -39,9 +40,9 @@ def _numel(shape) -> int:
     return math.prod(shape)
 
 
-def result_bytes(cls, arrays) -> int:
-    """An estimate of the bytes the result of op ``cls`` on ``arrays`` takes (see the module doc);
-    0 when it allocates nothing worth checking."""
+def result_bytes(cls, arrays, params=None) -> int:
+    """An estimate of the bytes the result of op ``cls`` on ``arrays`` (and its keyword
+    ``params``) takes (see the module doc); 0 when it allocates nothing worth checking."""
     name = cls.op_name
     if cls.view or name in _SHRINKING or not arrays:
         return 0
@@ -59,6 +60,12 @@ def result_bytes(cls, arrays) -> int:
         except Exception:  # noqa: BLE001 - the op says what does not fit
             return 0
         return _numel(batch) * rows * cols * itemsize
+    if name == "einsum" and params and "ins" in params:
+        sizes: dict = {}
+        for sub, a in zip(params["ins"], arrays):
+            for code, d in zip(sub, a.shape):
+                sizes[code] = max(sizes.get(code, 1), d)
+        return _numel(sizes.get(code, 1) for code in params["out"]) * itemsize
     if name in _JOIN:
         return sum(_numel(a.shape) for a in arrays) * itemsize
     if len(arrays) == 1:
@@ -70,13 +77,13 @@ def result_bytes(cls, arrays) -> int:
     return _numel(shape) * itemsize
 
 
-def check_op(lim, cls, arrays) -> None:
-    """Before op ``cls`` runs on ``arrays``: LimitError past the time limit, or when its result
-    does not fit in the memory limit (``Limits.reserve``)."""
+def check_op(lim, cls, arrays, params=None) -> None:
+    """Before op ``cls`` runs on ``arrays`` and ``params``: LimitError past the time limit, or
+    when its result does not fit in the memory limit (``Limits.reserve``)."""
     if lim.memory_limit is None:
         lim.check_time()
         return
-    n = result_bytes(cls, arrays)
+    n = result_bytes(cls, arrays, params)
     if n:
         lim.reserve(n, f"{cls.op_name}'s result")
     else:

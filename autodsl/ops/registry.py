@@ -232,7 +232,7 @@ def apply(cls, *inputs, **params) -> Tensor:
         else:
             arrays = [t._data for t in tensors]
         if ctx.limits is not None:          # a Session's time or memory limit (ops/op_limits.py)
-            check_op(ctx.limits, cls, arrays)
+            check_op(ctx.limits, cls, arrays, params)
         try:
             if ctx.ieee_depth:        # inside a Session run or a backward: IEEE results already set
                 out_arr = node.forward(*arrays, **params)
