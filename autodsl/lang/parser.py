@@ -330,7 +330,7 @@ class _Builder(Transformer_NonRecursive):
         if value is None:
             raise ParseError(f"this integer has {len(text)} digits, more than the {MAX_INT_DIGITS} an integer "
                              "written in a script may have (as in Python); write a number this large as a "
-                             "float (`1.5e300`) or compute it (`10^5000`)").with_position(
+                             "float (`1.5e300`; beyond about 1.8e308 a float is inf)").with_position(
                 file=self.source.filename, **_tpos(tok), source_line=self.source.line_text(tok.line))
         return A.Number(value, **_pos(meta))
 
@@ -477,7 +477,7 @@ def _check_nesting(program: A.Program, source: A.Source) -> None:
     stack = [(program, 0)]
     while stack:
         node, depth = stack.pop()
-        if depth > MAX_NESTING:
+        if depth > MAX_NESTING + 1:      # depth 0 is the program, 1 a statement of it: levels count from there
             raise _err(f"this is nested too deeply: more than {MAX_NESTING} levels of brackets, operators, "
                        "calls or blocks inside each other; split it into several statements that name "
                        "the parts (`a = ...`, then use `a`)", source, node.line, node.column,
