@@ -214,6 +214,19 @@ def test_limits_leave_results_unchanged():
     np.testing.assert_array_equal(np.asarray(bounded.tolist()), np.asarray(free.tolist()))
 
 
+def test_the_repl_gives_each_input_its_own_limits_and_goes_on():
+    import io
+
+    from autodsl.cli.repl import Repl
+    out = io.StringIO()
+    r = Repl(Session(out=out, step_limit=1_000), out=out)
+    for text in ("x = 5", "for i in range(10^12) {}", "x + 1", "for i in range(500) {}", "i"):
+        r.handle(text)
+    shown = out.getvalue()
+    assert "<input 2>:1:1: the run took more than its step limit of 1,000 steps" in shown
+    assert shown.rstrip().splitlines()[-2:] == ["6", "499"]   # a fresh count for each input
+
+
 # -- the command line ------------------------------------------------------------
 
 def _autodsl(*args, timeout=120):
