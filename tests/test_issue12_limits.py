@@ -161,6 +161,14 @@ def test_memory_limit_stops_string_doubling_early():
         s.run('t = f"{s}{s}{s}"')
 
 
+def test_memory_limit_stops_integer_squaring_early():
+    s = Session(memory_limit="100K")
+    e = _limit_error(s, "x = 3\nfor i in range(40) { x = x * x }")
+    assert "this integer would need" in e.message and e.line == 2
+    assert s["x"] == 3 ** (2 ** s["i"])         # the last product that fitted, exact
+    assert s.run("6 * 7") == 42
+
+
 def test_memory_limit_checks_broadcasting_matmul_and_ops_on_expanded_views():
     s = Session(memory_limit="100M")
     s.run("a = zeros([10^4, 1])\nb = zeros([1, 10^4])\nm = zeros([10^4, 10])\nn = zeros([10, 10^4])")

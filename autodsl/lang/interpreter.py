@@ -643,6 +643,8 @@ class Interpreter:
                                   "division by zero is undefined for plain numbers; check the divisor first")
             if type(a) is str and (self.limits is not None or len(a) + len(b) > BIG_ALLOCATION):
                 reserve(len(a) + len(b), "this string")         # before Python allocates it
+            if self.limits is not None and type(a) is int and type(b) is int and op == "*":
+                self.limits.reserve((a.bit_length() + b.bit_length()) // 8, "this integer")
             return _BINOPS[op](a, b)
         ctx = current()             # the op's node remembers where it was written
         outer = ctx.pos
