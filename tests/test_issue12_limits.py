@@ -199,6 +199,16 @@ def test_without_a_memory_limit_an_allocation_larger_than_the_machine_fails_with
         autodsl.zeros(10**12)                   # the Python API too
 
 
+def test_a_for_loop_over_a_huge_number_of_rows_is_refused_before_making_them():
+    # (first: before issue 12 this made 10^9 row views until the machine ran out of memory)
+    assert hasattr(autodsl, "LimitError")
+    e = _limit_error(Session(), "for r in zeros([10^9, 0]) {}")
+    assert "the rows this loop goes over would need 400.0 GB" in e.message and e.column == 10
+    e = _limit_error(Session(memory_limit="1M"), "for r in zeros([10^5, 0]) {}")
+    assert "memory limit of 1.0 MB" in e.message
+    assert Session(memory_limit="1M").run("t = 0\nfor r in ones([3, 2]) { t = t + r.sum() }\nt").item() == 6.0
+
+
 def test_memory_limit_spellings():
     from autodsl.core.limits import format_size, parse_size
     assert Session(memory_limit="512M").memory_limit == 512_000_000

@@ -49,6 +49,7 @@ __all__ = ["Interpreter", "UserFunction", "Scope", "MAX_CALL_DEPTH", "translate_
            "NODE_ATTRIBUTES", "SETTABLE_ATTRIBUTES", "describe", "loop_progress"]
 
 MAX_CALL_DEPTH = 200
+ROW_BYTES = 400         # about what one row view of a tensor a `for` loop makes takes (Python objects)
 NODE_ATTRIBUTES = frozenset({"name", "next_functions"})
 SETTABLE_ATTRIBUTES = frozenset({"grad", "requires_grad"})
 
@@ -322,6 +323,7 @@ class Interpreter:
                     # its rows (views), all made first, as PyTorch's unbind(0) does; made "at" the iterable
                     tok = self._pos_token(stmt.iterable)
                     try:
+                        reserve(ROW_BYTES * total, "the rows this loop goes over")   # (each a view)
                         items = iter(list(iterable))
                     finally:
                         SOURCE_POS.reset(tok)
