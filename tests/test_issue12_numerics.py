@@ -169,6 +169,37 @@ def test_amax_of_a_slice_with_nan_gives_nan_and_max_of_all_picks_the_nans():
     _same(_np(g), [inf, 0, inf])          # a fill: 0 where x is not the max, even for an inf grad
 
 
+def test_inf_norm_with_a_nan_element_has_a_zero_gradient():
+    # torch (linalg_vector_norm_backward, inf): mask = |x| == norm or isnan(|x|), then
+    # sgn(x) * (grad / count) * mask: the nan element holds the gradient and its sgn is 0
+    x = _t([1.0, nan, 3.0])
+    ad.norm(x, p=inf).backward()
+    _same(_np(x.grad), [0, 0, 0])
+    x = _t([1.0, -3.0, 3.0])
+    ad.norm(x, p=inf).backward()
+    _same(_np(x.grad), [0, -0.5, 0.5])
+    with pytest.raises(DSLError):
+        ad.norm(ad.zeros([0]), p=inf)
+
+
+def test_p_norm_second_derivative_at_the_zero_vector_is_zero():
+    # torch: x|x|^(p-2) * (grad / norm^(p-1)).masked_fill_(norm == 0, 0)
+    x = _t([0.0, 0.0])
+    (g,) = ad.grad(ad.norm(x, p=3), x, create_graph=True)
+    (gg,) = ad.grad(g.sum(), x)
+    _same(_np(g), [0, 0])
+    _same(_np(gg), [0, 0])
+
+
+def test_the_divisor_gradient_does_not_overflow_in_y_squared():
+    # torch (div_tensor_other_backward): -grad * ((x / y) / y): 1e300 / 1e200 has the gradient
+    # -1e-100 for y, where -grad * x / (y * y) would give x / inf = 0
+    x = ad.tensor(1e300, dtype="float64")
+    y = _t(1e200)
+    (gy,) = ad.grad(x / y, y)
+    assert float(gy) == pytest.approx(-1e-100)
+
+
 def test_clamp_with_tensor_bounds_and_nan():
     # torch (clamp_min.Tensor): self: where(x >= min, grad, 0), min: where(x < min, grad, 0)
     x = _t([nan, 0.0, -1.0, 1.0, 0.0])
@@ -327,6 +358,16 @@ CASES = {
     "min, two nans": (lambda m, x: m.min(x), [[[1.0, nan], [nan, 3.0]]]),
     "max, ties": (lambda m, x: m.max(x) * m.exp(m.max(x) * 1000.0), [[2.0, 1.0, 2.0]]),
     "max(dim), nan": (lambda m, x: m.max(x, dim=0)[0], [[1.0, nan, 3.0]]),
+    "norm(p=inf), nan": (lambda m, x: m.norm(x, p=inf), [[1.0, nan, 3.0]]),
+    "norm(p=inf), ties": (lambda m, x: m.norm(x, p=inf), [[1.0, -3.0, 3.0]]),
+    "norm(p=inf, dim)": (lambda m, x: m.norm(x, p=inf, dim=1), [[[1.0, nan], [-2.0, 2.0]]]),
+    "norm(p=3), zero vector": (lambda m, x: m.norm(x, p=3), [[0.0, 0.0]]),
+    "norm(p=3)": (lambda m, x: m.norm(x, p=3), [[1.0, 0.0, -2.0]]),
+    "norm(p=1.5), zero vector": (lambda m, x: m.norm(x, p=1.5), [[0.0, 0.0]]),
+    "norm(p=0.5)": (lambda m, x: m.norm(x, p=0.5), [[1.0, 0.0, -4.0]]),
+    "norm(p=1), nan": (lambda m, x: m.norm(x, p=1), [[1.0, 0.0, nan]]),
+    "1 / x at 0": (lambda m, x: 1.0 / x, [[0.0, -0.0, inf, nan, 2.0]]),
+    "x / y": (lambda m, x, y: x / y, [[0.0, 1.0, 1e30, 2.0], [0.0, 0.0, 1e20, -4.0]]),
 }
 
 

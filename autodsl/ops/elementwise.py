@@ -104,11 +104,13 @@ class Div(Op):
 
     rule = ("grad / b", "-grad * a / b^2")
 
-    formula_expr = ('{g} / {1}', '-{g} * {0} / ({1} * {1})')
+    formula_expr = ('{g} / {1}', '-{g} * ({0} / {1} / {1})')
 
     def formula(self, F, g, x, y):     # d(x/y)/dy = -x/y^2
+        # torch (div_tensor_other_backward): -grad * ((x / y) / y), which neither overflows nor
+        # underflows in y*y where the result is finite (1e300 / 1e200: 1e-100, not x / inf = 0)
         ea, eb = self.next_edges
-        return (g / y if ea is not None else None), (-g * x / (y * y) if eb is not None else None)
+        return (g / y if ea is not None else None), (-g * (x / y / y) if eb is not None else None)
 
 
 @defop("neg")

@@ -326,8 +326,44 @@ class PNorm(_Reduction):
     def backward(self, g):
         x, out = self.saved_tensors
         o = self._spread(out)
-        grad = self._spread(g) * sign(x) * _abs(x) ** (self.p - 1) / o ** (self.p - 1)
-        return (where(o == 0, 0.0, grad),)      # torch: 0 at the zero vector
+        gs, p = self._spread(g), self.p
+        # torch (linalg_vector_norm_backward): for p < 1, sgn(x)|x|^(p-1), 0 where x == 0, times
+        # grad * norm^(1-p); otherwise x|x|^(p-2) (sgn(x)|x|^(p-1) for p < 2) times grad / norm^(p-1)
+        # with 0 where the norm is 0: the mask stands on the grad factor alone, so that a second
+        # derivative at the zero vector is 0 too, not 0 * inf
+        if p < 1.0:
+            return (where(x == 0, 0.0, sign(x) * _abs(x) ** (p - 1)) * gs * o ** (1 - p),)
+        scaled = x * _abs(x) ** (p - 2) if p >= 2.0 else sign(x) * _abs(x) ** (p - 1)
+        return (scaled * where(o == 0, 0.0, gs / o ** (p - 1)),)
+
+
+@defop("norm_inf", node_name="NormBackward", public=False)
+class InfNorm(_Reduction):
+    """max |a| over dim: the inf-norm."""
+    save_output = True
+
+    def forward(self, a, dim=None, keepdim=False):
+        axes = self._setup(a, dim, keepdim)
+        if a.size == 0 and (dim is None or any(a.shape[ax] == 0 for ax in axes)):
+            raise RuntimeError_(f"norm(p=inf) of no elements (shape {a.shape}) has no value, as the "
+                                "largest |x| of nothing; reduce over dims of nonzero size")
+        self.save_for_backward(self.inputs[0])
+        xp = namespace_of(a)
+        return xp.max(xp.abs(a), axis=axes, keepdims=keepdim)
+
+    rule = "grad * sign(a) split evenly among the elements whose |a| is out (or nan)"
+
+    def backward(self, g):
+        x, out = self.saved_tensors
+        o = self._spread(out)
+        xp = namespace_of(x._data)
+        ax = xp.abs(x._data)
+        # torch (linalg_vector_norm_backward, inf): mask = |x| == norm, or |x| is nan; then
+        # sgn(x) * ((grad / mask.sum(dim)) * mask): a nan element takes the gradient, and its
+        # sgn(nan) = 0 makes it 0 (an amax of |x| would give nan)
+        mask = Tensor((ax == o._data) | xp.isnan(ax), _device=x.device)
+        count = mask.sum(dim=self.axes, keepdim=True)
+        return (sign(x) * (self._spread(g) / count * mask),)
 
 
 @defop("var")
@@ -576,7 +612,7 @@ def norm(input, p=2, dim=None, keepdim=False):
     if p == 1:
         return sum(_abs(input), dim=dim, keepdim=keepdim)
     if p == float("inf"):
-        return amax(_abs(input), dim=dim, keepdim=keepdim)
+        return apply(InfNorm, input, dim=dim, keepdim=keepdim)
     if isinstance(p, bool) or not isinstance(p, (int, float)) or p <= 0:
         raise ValueError_(f"norm: p must be a positive number or inf, not {p!r}")
     return apply(PNorm, input, p=float(p), dim=dim, keepdim=keepdim)
