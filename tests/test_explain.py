@@ -488,7 +488,7 @@ def test_leaf_f_and_bad_max_paths():
     x = ad.tensor(1.0, requires_grad=True)
     with pytest.raises(ValueError_, match="f is a leaf"):
         ad.explain(x, x)
-    with pytest.raises(TypeError_, match="max_paths=\\) takes a whole number, not 'x'"):
+    with pytest.raises(TypeError_, match="max_paths=\\) takes a whole number, not \"x\""):
         ad.explain(x * 2, x, max_paths="x")
     e = ad.explain(x * x, x, max_paths=-3)                   # at least one path is listed
     assert len(e.paths) == 1 and e.n_paths == 2 and float(e.total) == 2.0

@@ -123,8 +123,6 @@ def test_a_backward_in_one_thread_does_not_make_numpy_warn_in_another():
 
 # -- the language ---------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="print() writes str(end) and str(sep), so none becomes "
-                   "'None' (lang/builtins.py)")
 def test_print_end_none_is_the_default_newline():
     out = io.StringIO()
     ad.Session(out=out).run('print(1, end=none)\nprint(2, 3, sep=none)')

@@ -38,6 +38,7 @@ from autodsl.names import names_of
 from autodsl.source import SOURCE_POS, caller_pos, format_pos, pos_text, warn_user
 from autodsl.core.observer import PassObserver
 from autodsl.core.rules import input_value, output_value
+from autodsl.core.words import shown
 
 __all__ = ["anomaly", "detect_anomaly", "anomaly_scope", "get_anomaly_mode", "anomaly_state", "AnomalyReport",
            "AnomalyWarning", "check_forward", "check_backward", "MODES"]
@@ -68,7 +69,7 @@ class AnomalyWarning(UserWarning):
 
 def _check_mode(enabled, mode) -> str | None:
     if mode not in MODES:
-        raise ValueError_(f"anomaly mode must be \"warn\" or \"raise\", not {mode!r}")
+        raise ValueError_(f"anomaly mode must be \"warn\" or \"raise\", not {shown(mode)}")
     return mode if enabled else None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from autodsl.core.engine import GraphTask
 from autodsl.errors import AutogradError
 from autodsl.core.tensor import Tensor, make_seeds
+from autodsl.core.words import kind as value_kind
 
 __all__ = ["grad"]
 
@@ -33,7 +34,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     nodes = []
     for i, t in enumerate(inputs):
         if not isinstance(t, Tensor):
-            raise AutogradError(f"grad(): input {i} is a {type(t).__name__}, not a tensor")
+            raise AutogradError(f"grad(): input {i} is {value_kind(t)}, not a tensor")
         if not t.requires_grad:
             raise AutogradError(f"grad(): input {i} does not require grad, so it has no gradient; "
                                 "create it with requires_grad=true")

@@ -22,6 +22,7 @@ from autodsl.context import current
 from autodsl.core.journal import record_attrs, record_items
 from autodsl.names import names_of
 from autodsl.errors import AutogradError, DeviceError, DTypeError, ShapeError, TypeError_
+from autodsl.core.words import kind as value_kind
 
 __all__ = ["Node", "AccumulateGrad", "SavedTensor", "SavedOutput", "next_seq_nr", "RemovableHandle",
            "write_record", "release_nodes"]
@@ -324,7 +325,7 @@ def _hook_name(hook) -> str:
 def _check_hook_result(who: str, grad, out):
     """What a hook returned, checked against the gradient it got (PyTorch's check_single_result)."""
     if not isinstance(out, type(grad)):
-        kind = "a number" if isinstance(out, (bool, int, float)) else f"a {type(out).__name__}"
+        kind = "a number" if isinstance(out, (bool, int, float)) else value_kind(out)
         raise TypeError_(f"{who} returned {kind}; a hook must return a tensor of the gradient's "
                          f"shape {tuple(grad._data.shape)} to replace the gradient, or none to keep it")
     if out._data.shape != grad._data.shape:

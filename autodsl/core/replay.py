@@ -29,6 +29,7 @@ from autodsl.core.tensor import Tensor, array_from_data, new_tensor
 from autodsl.errors import AutogradError, RuntimeError_, TypeError_, ValueError_
 from autodsl.names import names_of
 from autodsl.source import format_pos
+from autodsl.core.words import kind as _words_kind
 
 __all__ = ["replay", "evaluate", "value_kind", "Replayed", "graph_order", "dependents", "fixed_inputs", "FixedInput",
            "node_of", "same_values", "fixed_sentence"]
@@ -420,4 +421,4 @@ def value_kind(v) -> str:
         return "a string"
     if isinstance(v, Tensor):
         return "a tensor"
-    return f"a {type(v).__name__}"
+    return _words_kind(v)

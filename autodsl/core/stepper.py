@@ -17,6 +17,7 @@ from autodsl.core.rules import scalar_values
 from autodsl.core.trace import Recorder, Trace, node_labels
 import autodsl.backend as backend
 from autodsl.errors import ValueError_
+from autodsl.core.words import shown
 
 __all__ = ["BackwardStepper"]
 
@@ -89,7 +90,7 @@ class BackwardStepper:
         try:
             n = int(n)
         except (TypeError, ValueError):
-            raise ValueError_(f"next(n) takes a whole number of nodes to run, not {n!r}") from None
+            raise ValueError_(f"next(n) takes a whole number of nodes to run, not {shown(n)}") from None
         if n < 1:
             raise ValueError_(f"next(n) runs n >= 1 nodes, not {n}")
         if self.done:

@@ -24,6 +24,7 @@ from autodsl.source import SOURCE_POS, caller_pos, warn_user
 from autodsl.names import register_tensor_type
 from autodsl.errors import AutogradError, DeviceError, IndexError_, DTypeError, ShapeError, TypeError_, ValueError_
 from autodsl.textfmt import format_tensor_parts
+from autodsl.core.words import kind as _kind
 
 __all__ = ["Tensor", "new_tensor", "as_tensor", "array_from_data", "make_seeds", "run_backward", "PUBLIC_ATTRIBUTES", "PUBLIC_METHODS"]
 
@@ -118,6 +119,9 @@ class Tensor:
         """The shape, or the length of dimension ``dim``."""
         if dim is None:
             return self.shape
+        if self.ndim == 0:      # torch: "dimension specified as 0 but tensor has no dimensions"
+            raise IndexError_(f"size({dim}): this 0-d tensor (a single number) has no dimensions; "
+                              "its shape is ()")
         return self.shape[_norm_dim(dim, self.ndim)]
 
     def __len__(self) -> int:
@@ -308,7 +312,7 @@ class Tensor:
         """
         if not callable(hook) or isinstance(hook, Tensor):
             raise TypeError_(f"register_hook() needs a function of one argument (the gradient), "
-                             f"not {type(hook).__name__}")
+                             f"not {_kind(hook)}")
         if not self._requires_grad:
             raise AutogradError("cannot register a hook on a tensor that does not require grad: no "
                                 "gradient will ever reach it; make it with requires_grad=true (or "
@@ -436,7 +440,7 @@ def make_seeds(tensors, grad_tensors, what: str):
     seeds = []
     for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
         if not isinstance(t, Tensor):
-            raise AutogradError(f"{what} needs tensors as outputs, got {type(t).__name__}")
+            raise AutogradError(f"{what} needs tensors as outputs, got {_kind(t)}")
         if not t.requires_grad:
             raise AutogradError(
                 f"{what}: output {i} does not require grad and has no grad_fn, so there is nothing "
@@ -545,7 +549,7 @@ def _number(x):
         return x.item()
     if isinstance(x, _HOST_NUMBER):
         return x
-    raise TypeError_(f"tensor(...) takes numbers or nested lists of numbers, not {type(x).__name__}")
+    raise TypeError_(f"tensor(...) takes numbers or nested lists of numbers, not {_kind(x)}")
 
 
 
@@ -597,7 +601,7 @@ def as_tensor(value, like: Tensor | None = None) -> Tensor:
     elif backend.is_host_array(value):
         return Tensor(backend.asarray(value, backend.as_dtype(value.dtype), device), _device=device)
     else:
-        raise TypeError_(f"expected a tensor or a number, got {type(value).__name__}")
+        raise TypeError_(f"expected a tensor, a number or a list of numbers, got {_kind(value)}")
     return Tensor(backend.asarray(value, dt, device), _device=device)
 
 

@@ -29,6 +29,7 @@ import autodsl
 from autodsl.core.display import format_value
 from autodsl.core.tensor import Tensor
 from autodsl.lang.include import make_include
+from autodsl.lang.values import describe
 
 __all__ = ["LANGUAGE_BUILTINS", "core_functions", "make_builtins"]
 
@@ -58,16 +59,28 @@ def _as_int(v, what: str) -> int:
         raise TypeError_(f"range() needs whole numbers, but the {what} is not an integer") from None
 
 
+def _text_option(name: str, value, default: str) -> str:
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise TypeError_(f"print(): {name} must be a string (or none for the default), not {describe(value)}")
+    return value
+
+
 def make_builtins(get_out: Callable[[], Any] | None = None,
                   get_interp: Callable[[], Any] | None = None) -> dict[str, Callable]:
     """The full built-ins table; ``get_out()`` gives the stream `print` writes to, and
     ``get_interp()`` the interpreter whose current scope `include` runs a file in."""
 
     def print_(*values, sep: str = " ", end: str = "\n") -> None:
-        """Print values, separated by `sep` (strings without quotes)."""
+        """Print values, separated by `sep` (strings without quotes). As in Python, none for
+        `sep` or `end` is the default (a space, a newline); anything else but a string raises
+        TypeError_."""
+        sep = _text_option("sep", sep, " ")
+        end = _text_option("end", end, "\n")
         out = get_out() if get_out is not None else None
         out = out if out is not None else sys.stdout
-        out.write(str(sep).join(_format(v) for v in values) + str(end))
+        out.write(sep.join(_format(v) for v in values) + end)
 
     def range_(start, stop=None, step=1):
         """The integers start, start+step, ... below stop (like Python's range)."""

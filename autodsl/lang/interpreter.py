@@ -31,7 +31,7 @@ from autodsl.errors import DSLError, IndexError_, NameError_, RuntimeError_, Typ
 from autodsl.backend import is_host_array
 from autodsl.core.tensor import PUBLIC_ATTRIBUTES, PUBLIC_METHODS, Tensor, as_tensor
 from autodsl.lang import ast as A
-from autodsl.lang.python_words import NAME_HINTS
+from autodsl.lang.python_words import NAME_HINTS, TENSOR_ATTRIBUTE_HINTS
 from autodsl.lang.values import (describe, describe_value, number_pow, param_text, suggest, translate_exception,
                      truth)
 
@@ -42,6 +42,7 @@ from autodsl.core.node import Node as _GraphNode
 from autodsl.core.grad_mode import no_grad
 from autodsl.core.limits import BIG_ALLOCATION, reserve
 from autodsl.core.journal import record_items, record_setter
+from autodsl.core.words import plain
 from autodsl.ops.elementwise import pow as tensor_pow
 from autodsl.tools.formatting import format as format_field
 
@@ -679,6 +680,8 @@ class Interpreter:
             if name in PUBLIC_ATTRIBUTES or name in PUBLIC_METHODS:
                 return getattr(obj, name)
             options = set(PUBLIC_ATTRIBUTES) | set(PUBLIC_METHODS)
+            if name in TENSOR_ATTRIBUTE_HINTS:
+                raise NameError_(f"a tensor has no attribute `{name}`: {TENSOR_ATTRIBUTE_HINTS[name]}")
             raise NameError_(f"a tensor has no attribute `{name}`" + (suggest(name, options) or
                              "; it has: " + ", ".join(sorted(options))))
         if _GraphNode and isinstance(obj, _GraphNode):
@@ -750,11 +753,11 @@ class Interpreter:
         try:
             sig = inspect.signature(func)
         except (TypeError, ValueError):
-            return TypeError_(f"{name}(): {err}")
+            return TypeError_(f"{name}(): {plain(str(err))}")
         try:
             sig.bind(*args, **kwargs)
         except TypeError as bad:
-            why = str(bad)
+            why = plain(str(bad))
             unknown = [k for k in kwargs if k not in sig.parameters]
             if unknown and not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
                 why = f"unknown keyword `{unknown[0]}`" + suggest(unknown[0], sig.parameters)

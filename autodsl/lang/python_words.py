@@ -8,7 +8,7 @@ rather than "unexpected name". ``NAME_HINTS`` are for words that parse as names
 """
 from __future__ import annotations
 
-__all__ = ["NAME_HINTS", "syntax_hint"]
+__all__ = ["NAME_HINTS", "TENSOR_ATTRIBUTE_HINTS", "syntax_hint"]
 
 NAME_HINTS = {
     "pass": "the language needs no `pass`, a block may be empty (`{ }`)",
@@ -25,6 +25,13 @@ NAME_HINTS = {
     # library prefixes from Python code: the language's built-ins are the same functions, unprefixed
     **{lib: ("the built-ins (exp, zeros, tensor, pi, ...) are always there without a prefix: "
              f"write exp(x), not {lib}.exp(x)") for lib in ("torch", "np", "numpy", "math", "F", "nn", "scipy")},
+}
+
+# a tensor's attributes from PyTorch or NumPy code that the language leaves out
+TENSOR_ATTRIBUTE_HINTS = {
+    "numpy": "a tensor is the language's array: x.tolist() gives its values as a list, x.item() the "
+             "number in a one-element tensor",
+    "astype": "convert with x.to(float64) (or x.double(), x.long())",
 }
 
 _STMT_START = ("_NL", "SEMICOLON", "LBRACE", "RBRACE")

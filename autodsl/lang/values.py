@@ -15,6 +15,7 @@ from autodsl.core.tensor import Tensor
 from autodsl.core.node import Node as _GraphNode
 from autodsl.core.display import format_value
 from autodsl.core.limits import memory_error
+from autodsl.core.words import plain, shown, type_words
 
 __all__ = ["describe", "describe_value", "translate_exception", "truth", "number_pow",
            "param_text", "suggest", "NUMBER_TYPES"]
@@ -37,8 +38,8 @@ def describe(v) -> str:
         return "a tensor"
     if isinstance(v, list):
         return "a list"
-    if isinstance(v, tuple):
-        return "a tuple"
+    if isinstance(v, tuple):      # the language has no tuple literal: a tuple of integers is a shape
+        return "a shape" if all(type(n) is int for n in v) else "a tuple"
     if isinstance(v, range):
         return "a range"
     if callable(v):
@@ -50,7 +51,7 @@ def describe(v) -> str:
         return text
     if type(v).__name__ == "ndarray":       # given from Python (Session.run(variables=...))
         return "a NumPy array (give the session a tensor instead: autodsl.tensor(array))"
-    return f"a {type(v).__name__}"
+    return type_words(type(v).__name__)
 
 
 def describe_value(v) -> str:
@@ -64,7 +65,7 @@ def translate_exception(e: BaseException) -> DSLError:
     """A stray Python exception as the closest DSLError, in plain words."""
     if isinstance(e, DSLError):
         return e
-    msg = str(e) or type(e).__name__
+    msg = plain(str(e)) or type_words(type(e).__name__)
     if isinstance(e, ZeroDivisionError):
         return ValueError_("division by zero (plain numbers; tensors give inf or nan instead)")
     if isinstance(e, OverflowError):
@@ -108,8 +109,8 @@ def param_text(sig: inspect.Signature) -> str:
             parts.append(f"**{p.name}")
         elif p.default is p.empty:
             parts.append(p.name)
-        elif isinstance(p.default, str):        # as it is typed: mode="warn", not mode=warn
-            parts.append(f'{p.name}="{p.default}"')
+        elif isinstance(p.default, str):        # as it is typed: mode="warn", not mode=warn; end="\n"
+            parts.append(f"{p.name}={shown(p.default)}")
         elif isinstance(p.default, tuple):      # a script writes a list: betas=[0.9, 0.999]
             parts.append(f"{p.name}={describe_value(list(p.default))}")
         else:

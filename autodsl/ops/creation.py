@@ -10,12 +10,13 @@ import math
 import autodsl.backend as backend
 from autodsl.backend import seed
 from autodsl.context import current
-from autodsl.errors import DTypeError, ShapeError, ValueError_
+from autodsl.errors import DTypeError, ShapeError, TypeError_, ValueError_
 from autodsl.core import grad_mode
 from autodsl.source import SOURCE_POS, caller_pos
 from autodsl.core.tensor import Tensor, array_from_data
-from autodsl.core.limits import reserve_elements
 from autodsl.core.journal import record_random
+from autodsl.core.limits import reserve_elements
+from autodsl.core.words import kind, shown
 
 __all__ = ["tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "rand", "randn",
            "arange", "linspace", "eye", "seed"]
@@ -68,7 +69,7 @@ def _size(size):
         if isinstance(n, Tensor):
             n = n.item()
         if isinstance(n, bool) or not float(n).is_integer() or n < 0:
-            raise ShapeError(f"a size must be a non-negative integer, not {n!r}")
+            raise ShapeError(f"a size must be a non-negative integer, not {shown(n)}")
         out.append(int(n))
     return tuple(out)
 
@@ -115,6 +116,11 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     device = backend.check_device(device)
     if not isinstance(size, (list, tuple)):
         size = [size]
+    if isinstance(fill_value, Tensor) and fill_value.ndim == 0:
+        fill_value = fill_value.item()
+    if not isinstance(fill_value, (*backend.HOST_BOOL, *backend.HOST_INT, *backend.HOST_FLOAT)):
+        raise TypeError_(f"full(): fill_value must be a number (or true/false), not {kind(fill_value)}; "
+                         "for example full([2, 2], 7.0)")
     if dtype is None and isinstance(fill_value, bool):
         dt = backend.bool_
     elif dtype is None and isinstance(fill_value, int):
@@ -124,13 +130,26 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     return _finish(_make("full", device, dt, _size(size), fill_value), device, requires_grad)
 
 
+def _like(input, name):
+    if not isinstance(input, Tensor):       # torch: "argument 'input' must be Tensor"
+        raise TypeError_(f"{name}() takes a tensor, whose shape, dtype and device it copies, not "
+                         f"{kind(input)}; for a shape write {name.replace('_like', '')}([2, 3])")
+    return input
+
+
 def zeros_like(input, dtype=None, requires_grad=False):
-    """Zeros with the shape, dtype and device of ``input``. Example: ``zeros_like(x)``"""
+    """Zeros with the shape, dtype and device of ``input``. Example: ``zeros_like(x)``
+
+    Raises TypeError_ when ``input`` is not a tensor."""
+    input = _like(input, "zeros_like")
     return zeros(*input.shape, dtype=dtype or input.dtype, device=input.device, requires_grad=requires_grad)
 
 
 def ones_like(input, dtype=None, requires_grad=False):
-    """Ones with the shape, dtype and device of ``input``. Example: ``ones_like(x)``"""
+    """Ones with the shape, dtype and device of ``input``. Example: ``ones_like(x)``
+
+    Raises TypeError_ when ``input`` is not a tensor."""
+    input = _like(input, "ones_like")
     return ones(*input.shape, dtype=dtype or input.dtype, device=input.device, requires_grad=requires_grad)
 
 

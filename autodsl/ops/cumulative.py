@@ -9,9 +9,11 @@ from autodsl import backend
 from autodsl.backend import kind_of, namespace_of
 from autodsl.core.grad_mode import is_grad_enabled
 from autodsl.core.tensor import Tensor, as_tensor
+from autodsl.core.words import shown
 from autodsl.errors import IndexError_, TypeError_
 from autodsl.ops.creation import ones_like
 from autodsl.ops.elementwise import where
+from autodsl.ops.formula import define
 from autodsl.ops.movement import cat, transpose, unsqueeze
 from autodsl.ops.reduce import sum as _sum
 from autodsl.ops.registry import Op, apply, defop, to_op
@@ -23,7 +25,7 @@ _xp = namespace_of
 
 def _axis(dim, ndim):
     if isinstance(dim, bool) or not isinstance(dim, int):
-        raise TypeError_(f"dim must be an integer, not {dim!r}")
+        raise TypeError_(f"dim must be an integer, not {shown(dim)}")
     n = max(ndim, 1)
     if not -n <= dim < n:
         raise IndexError_(f"dim {dim} is out of range for a tensor with {ndim} dimensions "
@@ -150,3 +152,7 @@ def cumprod(input, dim, dtype=None):
     ``dtype=`` converts the input first. The gradient is PyTorch's, also where the input has
     zeros (the products of the other elements). Example: ``cumprod(x, dim=0)``"""
     return _keep(apply(Cumprod, _as(input, dtype), dim=dim), dtype)
+
+
+# prod's gradient with create_graph (ops/reduce.py, below this module) takes cumprods: Note [one formula]
+define("cumprod", lambda a, dim: _xp(a).cumulative_prod(a, axis=dim), cumprod)

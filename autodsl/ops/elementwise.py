@@ -15,6 +15,7 @@ from autodsl.ops.formula import TENSORS, define
 from autodsl.ops.registry import Op, apply, defop
 from autodsl.errors import TypeError_
 from autodsl.core.tensor import as_tensor
+from autodsl.core.words import kind
 from autodsl.ops.rounding import rounded_div
 
 # The ops every network and chain uses state their derivative once, as a ``formula`` that runs
@@ -53,7 +54,13 @@ class Sub(Op):
     expr = "{0} - {1}"
     promote = True
     def forward(self, a, b):
-        return a - b
+        try:
+            return a - b
+        except TypeError:               # NumPy's advice, `^`, is power in this language
+            if kind_of(a.dtype) == "b" and kind_of(b.dtype) == "b":
+                raise DTypeError("cannot subtract two bool tensors; use logical_xor(a, b) for 'one but "
+                                 "not both', or convert them first with .to(int64)") from None
+            raise
 
     rule = ("grad", "-grad")
 
@@ -400,6 +407,8 @@ class Sign(Op):
     __slots__ = ()
     def forward(self, a):
         xp = _xp(a)
+        if kind_of(a.dtype) == "b":     # torch: sign of a bool tensor is itself (NumPy has no loop)
+            return xp.asarray(a, copy=True)
         out = xp.sign(a)
         if kind_of(a.dtype) == "f":     # torch: sign(nan) = 0, (0 < a) - (a < 0); NumPy gives nan
             out = backend.where(xp.isnan(out), backend.zero_of(out), out)
@@ -673,7 +682,7 @@ def clamp(input, min=None, max=None):
         return out
     for v, nm in ((min, "min"), (max, "max")):
         if v is not None and not isinstance(v, (int, float)):
-            raise TypeError_(f"clamp: {nm} must be a number or a tensor, not {type(v).__name__}")
+            raise TypeError_(f"clamp: {nm} must be a number or a tensor, not {kind(v)}")
     return apply(Clamp, input, min=min, max=max)
 
 

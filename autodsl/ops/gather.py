@@ -12,6 +12,7 @@ from __future__ import annotations
 from autodsl import backend
 from autodsl.backend import kind_of, namespace_of
 from autodsl.core.tensor import Tensor, as_tensor
+from autodsl.core.words import kind, shown
 from autodsl.errors import DTypeError, IndexError_, ShapeError, TypeError_, ValueError_
 from autodsl.ops.elementwise import where
 from autodsl.ops.formula import define
@@ -238,9 +239,9 @@ def _index_tensor(op, index, like):
         arr = backend.asarray(list(index) if isinstance(index, tuple) else index, None, like.device)
         if arr.size == 0 or kind_of(arr.dtype) == "i":
             return Tensor(namespace_of(arr).astype(arr, namespace_of(arr).int64), _device=like.device)
-        raise DTypeError(f"{op}: a list used as an index must hold integers, not {index!r}")
+        raise DTypeError(f"{op}: a list used as an index must hold integers, not {shown(index)}")
     raise TypeError_(f"{op}: the index must be an int64 tensor (or a list of integers), not "
-                     f"{type(index).__name__}")
+                     f"{kind(index)}")
 
 
 def _no_reduce(op, reduce):
@@ -279,7 +280,7 @@ def scatter(input, dim, index, src=None, value=None, reduce=None):
         value, src = src, None
     if src is None:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError_(f"scatter: value must be a number, not {type(value).__name__}")
+            raise TypeError_(f"scatter: value must be a number, not {kind(value)}")
         return apply(Scatter, x, idx, dim=dim, value=value)
     return apply(Scatter, x, idx, src, dim=dim)
 
@@ -318,7 +319,7 @@ def masked_fill(input, mask, value):
             value = to_op(value, dtype=x.dtype)     # the gradient comes back in value's dtype
         return apply(MaskedFill, x, m, value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError_(f"masked_fill: value must be a number or a 0-d tensor, not {type(value).__name__}")
+        raise TypeError_(f"masked_fill: value must be a number or a 0-d tensor, not {kind(value)}")
     return apply(MaskedFill, x, m, number=value)
 
 

@@ -5,6 +5,7 @@ from autodsl import backend
 from autodsl.backend import getitem, namespace_of
 from autodsl.core.grad_mode import is_grad_enabled
 from autodsl.core.tensor import Tensor, as_tensor
+from autodsl.core.words import shown
 from autodsl.errors import AutogradError, DTypeError, ShapeError, ValueError_
 from autodsl.ops import compare as C
 from autodsl.ops import elementwise as E
@@ -21,7 +22,7 @@ _REDUCTIONS = ("mean", "sum", "none")
 
 def _check_reduction(reduction):
     if reduction not in _REDUCTIONS:
-        raise ValueError_(f"reduction must be one of {', '.join(map(repr, _REDUCTIONS))}, not {reduction!r}")
+        raise ValueError_(f"reduction must be one of {', '.join(map(repr, _REDUCTIONS))}, not {shown(reduction)}")
 
 
 @defop("mse_loss")
@@ -190,7 +191,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         raise ShapeError("cross_entropy needs input of shape (N, C), (C,) or (N, C, d1, ...), got a scalar")
     if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float)) \
             or not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError_(f"cross_entropy: label_smoothing must be a number in [0, 1], not {label_smoothing!r}")
+        raise ValueError_(f"cross_entropy: label_smoothing must be a number in [0, 1], not {shown(label_smoothing)}")
     cdim = 0 if x.ndim == 1 else 1
     n_classes = x.shape[cdim]
     w = _check_weight("cross_entropy", weight, n_classes)

@@ -15,6 +15,7 @@ from autodsl.ops.formula import define, forward_of
 from autodsl.ops.registry import Op, apply, defop
 from autodsl.core.tensor import Tensor
 from autodsl.core.tensor import as_tensor
+from autodsl.core.words import shown, kind, plain
 
 __all__ = ["reshape", "view", "transpose", "permute", "unsqueeze", "squeeze", "expand", "cat",
            "stack", "flatten", "getitem", "index_put"]
@@ -25,12 +26,12 @@ def _shape_arg(shape):
         shape = tuple(shape[0])
     out = []
     for n in shape:
-        if isinstance(n, bool):
-            raise TypeError_(f"a shape holds integers, not {n!r}")
+        if isinstance(n, bool) or isinstance(n, float) and not n.is_integer():
+            raise TypeError_(f"a shape holds integers, not {shown(n)}")
         try:
             out.append(int(n))
         except (TypeError, ValueError):
-            raise TypeError_(f"a shape holds integers, not {n!r}") from None
+            raise TypeError_(f"a shape holds integers, not {shown(n)}") from None
     return tuple(out)
 
 
@@ -39,7 +40,7 @@ def _dim(d, ndim):
     try:
         d = int(d)
     except (TypeError, ValueError):
-        raise TypeError_(f"dim must be an integer, not {d!r}") from None
+        raise TypeError_(f"dim must be an integer, not {shown(d)}") from None
     if not -n <= d < n:
         raise IndexError_(f"dim {d} is out of range for a tensor with {ndim} dimensions "
                           f"(valid: {-n} to {n - 1})")
@@ -55,6 +56,8 @@ class Reshape(Op):
         self.in_shape = a.shape
         if sum(1 for n in shape if n == -1) > 1:
             raise ShapeError(f"reshape: only one size may be -1 (inferred), got {shape}")
+        if any(n < -1 for n in shape):      # NumPy reads any negative size as "inferred"; torch refuses
+            raise ShapeError(f"reshape: a size must be 0 or more, or -1 for the one inferred, got {shape}")
         try:
             return namespace_of(a).reshape(a, shape)
         except ValueError:
@@ -137,6 +140,10 @@ class Cat(Op):
     def forward(self, *arrays, dim=0):
         if not arrays:
             raise ShapeError("cat needs at least one tensor")
+        for i, a in enumerate(arrays):
+            if a.ndim == 0:         # torch: "zero-dimensional tensor (at position i) cannot be concatenated"
+                raise ShapeError(f"cat: the tensor at position {i} is 0-d (a single number) and has no dim "
+                                 "to join along; stack([...]) joins numbers into a 1-d tensor")
         d = _dim(dim, arrays[0].ndim)
         self.dim = d
         self.sizes = [a.shape[d] for a in arrays]
@@ -194,7 +201,11 @@ def _key_arrays(key):
         elif isinstance(k, bool):
             raise IndexError_("true/false cannot index a tensor; use an integer, a slice or a bool tensor")
         elif isinstance(k, float):
-            raise IndexError_(f"an index must be an integer, not {k!r}")
+            raise IndexError_(f"an index must be an integer, not {shown(k)}")
+        elif not isinstance(k, (int, slice, list)) and k is not None and k is not Ellipsis \
+                and not backend.is_host_array(k):
+            raise IndexError_(f"a tensor is indexed by integers, slices (`:`), `...`, none and int64 or "
+                              f"bool tensors, not {kind(k)}")
         elif isinstance(k, list):
             arr = backend.asarray(k, None, "cpu")
             if arr.size and kind_of(arr.dtype) not in "biu":
@@ -216,7 +227,7 @@ def _index_error(shape, key, e):
                            + msg.replace("is out of bounds for axis", "is out of range for dim"))
     if "boolean index did not match" in msg:
         return IndexError_(f"a bool mask must have the shape of the dims it indexes (tensor shape {shape})")
-    return IndexError_(f"cannot index a tensor of shape {shape}: {msg}")
+    return IndexError_(f"cannot index a tensor of shape {shape}: {plain(msg)}")
 
 
 def _is_basic(key):
@@ -326,7 +337,7 @@ def index_put(input, key, value, accumulate=False):
     k = key if isinstance(key, _Raw) else _key_arrays(key)
     if accumulate:
         if not isinstance(accumulate, bool):
-            raise TypeError_(f"index_put: accumulate must be true or false, not {accumulate!r}")
+            raise TypeError_(f"index_put: accumulate must be true or false, not {shown(accumulate)}")
         return apply(IndexPut, input, value, key=tuple(k), accumulate=True)
     return apply(IndexPut, input, value, key=tuple(k))
 

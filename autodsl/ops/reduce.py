@@ -23,6 +23,7 @@ from autodsl.ops.elementwise import where
 from autodsl.ops.movement import IndexAdd
 from autodsl.ops.elementwise import sign
 from autodsl.ops.elementwise import exp
+from autodsl.core.words import shown
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "norm", "var", "std",
            "logsumexp", "softmax", "log_softmax"]
@@ -39,7 +40,7 @@ def _axes(dim, ndim):
             try:
                 d = int(d)
             except Exception:  # noqa: BLE001
-                raise TypeError_(f"dim must be an integer or a list of integers, not {d!r}") from None
+                raise TypeError_(f"dim must be an integer or a list of integers, not {shown(d)}") from None
         if not -n <= d < n:
             raise IndexError_(f"dim {d} is out of range for a tensor with {ndim} dimensions "
                               f"(valid: {-n} to {n - 1})")
@@ -614,7 +615,7 @@ def norm(input, p=2, dim=None, keepdim=False):
     if p == float("inf"):
         return apply(InfNorm, input, dim=dim, keepdim=keepdim)
     if isinstance(p, bool) or not isinstance(p, (int, float)) or p <= 0:
-        raise ValueError_(f"norm: p must be a positive number or inf, not {p!r}")
+        raise ValueError_(f"norm: p must be a positive number or inf, not {shown(p)}")
     return apply(PNorm, input, p=float(p), dim=dim, keepdim=keepdim)
 
 

@@ -28,7 +28,8 @@ from autodsl.source import caller_pos
 from autodsl.errors import DeviceError, DSLError, ShapeError
 from autodsl.ops.formula import ARRAYS, TENSORS
 from autodsl.core.tensor import PUBLIC_METHODS, Tensor, new_tensor
-from autodsl.errors import IndexError_, ValueError_
+from autodsl.errors import DTypeError, IndexError_, TypeError_, ValueError_
+from autodsl.core.words import plain
 from autodsl.ops.promotion import fast_pair, promoted, to_tensors
 from autodsl.ops.op_limits import check_op
 from autodsl.core.limits import memory_error
@@ -189,7 +190,10 @@ def apply(cls, *inputs, **params) -> Tensor:
                 not cls.floating or kind_of(inputs[0]._data.dtype) == "f"):
             tensors = inputs        # one tensor: nothing to promote unless the op needs a float
         if tensors is None:
-            tensors = promoted(cls, inputs, to_op) if cls.promote else to_tensors(inputs)
+            try:
+                tensors = promoted(cls, inputs, to_op) if cls.promote else to_tensors(inputs)
+            except TypeError_ as e:         # as_tensor's words do not know the op: name it
+                raise TypeError_(f"{cls.op_name}: {e.message}") from None
             device = tensors[0].device if tensors else backend.get_default_device()
             for t in tensors:
                 if t.device != device:
@@ -342,16 +346,25 @@ _FRAMES_TO_CALLER = 2 if type(apply).__name__ == "function" else 1
 
 
 def _translate(cls, tensors, e):
+    """An array library's exception from ``cls``'s forward as a DSLError in the language's words."""
     shapes = " and ".join(str(t.shape) for t in tensors)
     msg = str(e)
     if "broadcast" in msg:
         return ShapeError(f"{cls.op_name}: shapes {shapes} do not broadcast: compared from the right, "
                           "each pair of sizes must be equal or 1; reshape or unsqueeze one operand")
+    if "ufunc" in msg or "boolean subtract" in msg or "boolean negative" in msg:
+        # NumPy has no loop for these dtypes: name them, as torch's "not implemented for 'Bool'"
+        dtypes = " and ".join(dict.fromkeys(t.dtype.name for t in tensors))
+        return DTypeError(f"{cls.op_name} does not take {dtypes} tensors; convert first, e.g. x.to(float64)"
+                          if "ufunc" in msg else f"{cls.op_name}: {plain(msg)}")
+    msg = plain(msg)
     if "shape" in msg or "align" in msg or "mismatch" in msg or "size" in msg:
         return ShapeError(f"{cls.op_name}: the shapes {shapes} do not fit ({msg}); "
                           "check the shapes with .shape, or reshape/transpose one operand")
     if isinstance(e, IndexError):
         return IndexError_(f"{cls.op_name}: {msg}")
+    if isinstance(e, TypeError):
+        return TypeError_(f"{cls.op_name}: {msg}")
     return ValueError_(f"{cls.op_name}: {msg}")
 
 

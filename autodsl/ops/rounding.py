@@ -12,6 +12,7 @@ import builtins
 import math
 
 from autodsl.backend import kind_of, namespace_of
+from autodsl.core.words import shown
 from autodsl.errors import DTypeError, TypeError_, ValueError_
 from autodsl.ops.creation import zeros_like
 from autodsl.ops.registry import Op, apply, defop
@@ -204,7 +205,7 @@ def round(input, decimals=None):
     Example: ``round(x, decimals=2)``
     """
     if decimals is not None and (isinstance(decimals, bool) or not isinstance(decimals, int)):
-        raise TypeError_(f"round: decimals must be a whole number, not {decimals!r}")
+        raise TypeError_(f"round: decimals must be a whole number, not {shown(decimals)}")
     if type(input) in (int, float, bool):      # a plain Python number (not a NumPy scalar): Python's round
         if decimals is None and type(input) is float and not math.isfinite(input):
             raise ValueError_(f"round({input}) has no whole number to give (round of a plain number is a "
@@ -238,4 +239,4 @@ def rounded_div(input, other, rounding_mode):
         return apply(DivTrunc, input, other)
     if rounding_mode == "floor":
         return apply(DivFloor, input, other)
-    raise ValueError_(f"div: rounding_mode must be none, \"trunc\" or \"floor\", not {rounding_mode!r}")
+    raise ValueError_(f"div: rounding_mode must be none, \"trunc\" or \"floor\", not {shown(rounding_mode)}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from autodsl import backend
 from autodsl.backend import kind_of, namespace_of
 from autodsl.core.tensor import as_tensor
+from autodsl.core.words import shown
 from autodsl.errors import DTypeError, IndexError_, RuntimeError_, TypeError_
 from autodsl.ops.gather import Gather
 from autodsl.ops.movement import _dim, getitem
@@ -131,7 +132,7 @@ class Argmin(_ArgExtreme):
 
 def _bool_flag(name, v):
     if not isinstance(v, bool):
-        raise TypeError_(f"{name} must be true or false, not {v!r}")
+        raise TypeError_(f"{name} must be true or false, not {shown(v)}")
     return v
 
 
@@ -163,7 +164,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     x = as_tensor(input)
     _bool_flag("sorted", sorted)
     if isinstance(k, bool) or not isinstance(k, int):
-        raise TypeError_(f"topk: k must be an integer, not {k!r}")
+        raise TypeError_(f"topk: k must be an integer, not {shown(k)}")
     d = _dim(dim, x.ndim)
     size = x.shape[d] if x.ndim else 1
     if not 0 <= k <= size:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from autodsl import backend
 from autodsl.backend import kind_of, namespace_of
+from autodsl.core.words import shown
 from autodsl.errors import TypeError_, ValueError_
 from autodsl.ops.elementwise import sigmoid, where
 from autodsl.ops.registry import Op, apply, defop
@@ -226,7 +227,7 @@ def softplus(input, beta=1, threshold=20):
     its gradient 1), as PyTorch. Gradient sigmoid(beta x). Example: ``softplus(x, beta=2)``"""
     for v, nm in ((beta, "beta"), (threshold, "threshold")):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise TypeError_(f"softplus: {nm} must be a number, not {v!r}")
+            raise TypeError_(f"softplus: {nm} must be a number, not {shown(v)}")
     return apply(Softplus, input, beta=float(beta), threshold=float(threshold))
 
 
@@ -251,7 +252,7 @@ def polygamma(n, input):
     """The n-th derivative of digamma at x (n = 0, 1, 2, ...: polygamma(0, x) is digamma(x));
     gradient polygamma(n + 1, x). Example: ``polygamma(1, x)``"""
     if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError_(f"polygamma: n must be a whole number 0, 1, 2, ..., not {n!r}")
+        raise TypeError_(f"polygamma: n must be a whole number 0, 1, 2, ..., not {shown(n)}")
     if n < 0:
         raise ValueError_(f"polygamma: n must be 0 or more, not {n}")
     return apply(Polygamma, input, n=n)

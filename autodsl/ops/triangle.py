@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from autodsl import backend
 from autodsl.backend import namespace_of
+from autodsl.core.words import shown
 from autodsl.errors import ShapeError, TypeError_
 from autodsl.ops.registry import Op, apply, defop
 
@@ -48,7 +49,7 @@ class Triu(_Triangle):
 
 def _diagonal(name, diagonal):
     if isinstance(diagonal, bool) or not isinstance(diagonal, int):
-        raise TypeError_(f"{name}: diagonal must be a whole number, not {diagonal!r}")
+        raise TypeError_(f"{name}: diagonal must be a whole number, not {shown(diagonal)}")
     return diagonal
 
 

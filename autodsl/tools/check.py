@@ -40,6 +40,7 @@ from autodsl.core.autograd import grad
 from autodsl.core import replay
 from autodsl.context import current
 from autodsl.core.tensor import Tensor
+from autodsl.core.words import kind as value_kind, shown
 
 __all__ = ["check", "gradcheck", "gradgradcheck", "CheckResult", "CheckRow"]
 
@@ -60,7 +61,7 @@ def _describe(v) -> str:
         return f"the number {v!r}"
     if isinstance(v, Tensor):
         return f"a tensor of shape {v.shape}"
-    return f"a {type(v).__name__}"
+    return value_kind(v)
 
 
 def _fn_name(fn) -> str:
@@ -187,7 +188,7 @@ def _check_tolerances(eps, atol, rtol, what: str) -> tuple:
     except (TypeError, ValueError):
         raise TypeError_(f"{what}(): eps, atol and rtol must be numbers") from None
     if not eps > 0:
-        raise ValueError_(f"{what}(): eps must be a small positive number (1e-6 is usual), not {eps!r}")
+        raise ValueError_(f"{what}(): eps must be a small positive number (1e-6 is usual), not {shown(eps)}")
     if atol < 0 or rtol < 0:
         raise ValueError_(f"{what}(): atol and rtol must not be negative")
     return eps, atol, rtol

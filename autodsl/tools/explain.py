@@ -32,6 +32,7 @@ from autodsl.core.tensor import Tensor
 from autodsl.textfmt import format_array, format_number
 from autodsl.core.autograd import grad
 from autodsl.core import replay
+from autodsl.core.words import shown
 
 __all__ = ["explain", "Explanation", "PathTerm"]
 
@@ -196,7 +197,7 @@ def explain(f, x, element=None, names=None, max_paths: int = 16) -> Explanation:
     try:
         max_paths = max(int(max_paths), 1)
     except (TypeError, ValueError):
-        raise TypeError_(f"explain(..., max_paths=) takes a whole number, not {max_paths!r}") from None
+        raise TypeError_(f"explain(..., max_paths=) takes a whole number, not {shown(max_paths)}") from None
     if names is None and current().names is None:
         names = caller_namespace()       # the Python API: the caller's variables (as why())
     by_id = names_by_id(names)

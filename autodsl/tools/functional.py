@@ -37,6 +37,7 @@ from autodsl.errors import AutogradError, ShapeError, TypeError_, ValueError_
 from autodsl.core.autograd import grad
 from autodsl.ops.movement import reshape, stack
 from autodsl.core.tensor import Tensor
+from autodsl.core.words import kind as value_kind, shown
 
 __all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "vhp"]
 
@@ -52,7 +53,7 @@ def _describe(v) -> str:
         return f"the number {v!r}"
     if v is None:
         return "none"
-    return f"a {type(v).__name__}"
+    return value_kind(v)
 
 
 def _as_tuple(inp, arg_name: str, fn_name: str):
@@ -196,7 +197,7 @@ def _call(func, inputs, fn_name: str):
 def _check_strategy(strategy, vectorize, fn_name: str, keyword: str) -> None:
     if strategy not in _STRATEGIES:
         raise ValueError_(f"{fn_name}(): {keyword} must be \"reverse-mode\" (or \"forward-mode\", "
-                          f"which autodsl does not support), not {strategy!r}")
+                          f"which autodsl does not support), not {shown(strategy)}")
     if strategy == "forward-mode":
         raise ValueError_(f"{fn_name}(): {keyword}=\"forward-mode\" is not supported: autodsl has "
                           "reverse mode only; leave it at \"reverse-mode\" (the values are the same), "

@@ -33,6 +33,7 @@ from autodsl.names import name_maps, user_names
 from autodsl.errors import RuntimeError_, TypeError_, ValueError_
 from autodsl.core.tensor import Tensor
 from autodsl.textfmt import format_array, format_number
+from autodsl.core.words import kind as value_kind
 
 __all__ = ["graph", "dot", "Graph", "RENDER_FORMATS"]
 
@@ -172,7 +173,7 @@ def _roots_and_labels(x: Tensor, names):
 
 def _check_tensor(x, fn: str) -> None:
     if not isinstance(x, Tensor):
-        raise TypeError_(f"{fn}() takes a tensor, not {type(x).__name__}; "
+        raise TypeError_(f"{fn}() takes a tensor, not {value_kind(x)}; "
                          f"for example {fn}(f) after f = (w*x + b)^2")
 
 
@@ -412,7 +413,7 @@ def dot(x, file=None, names=None) -> str:
     if file is None:
         return text
     if not isinstance(file, (str, os.PathLike)) or isinstance(file, bytes):
-        raise TypeError_(f"dot(): the file must be a string such as \"graph.svg\", not {type(file).__name__}")
+        raise TypeError_(f"dot(): the file must be a string such as \"graph.svg\", not {value_kind(file)}")
     if not current().files_allowed:
         raise RuntimeError_("dot(): this session may not write files (Session(files=False)); "
                             "call dot(x) without a file to get the DOT text")

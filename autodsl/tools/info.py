@@ -5,6 +5,7 @@ from autodsl.errors import TypeError_
 from autodsl.core.tensor import Tensor
 import autodsl.backend as backend
 from autodsl.source import format_pos
+from autodsl.core.words import kind as value_kind
 
 __all__ = ["info", "Info"]
 
@@ -31,7 +32,7 @@ def info(x) -> Info:
     """
     if not isinstance(x, Tensor):
         what = f"the graph node {x.name}" if hasattr(x, "next_edges") and hasattr(x, "name") \
-            else type(x).__name__
+            else value_kind(x)
         raise TypeError_(f"info() takes a tensor, not {what}; info(y) describes y and its grad_fn")
     g = x._grad
     if g is None:

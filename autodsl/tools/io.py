@@ -27,6 +27,7 @@ from autodsl import backend
 from autodsl.context import current
 from autodsl.core.journal import record_file
 from autodsl.core.tensor import Tensor
+from autodsl.core.words import kind as value_kind
 from autodsl.errors import (
     DSLError,
     DTypeError,
@@ -99,7 +100,7 @@ def _kind(v) -> str:
         return "a boolean"
     if isinstance(v, (int, float)):
         return "a number"
-    return "none" if v is None else f"a {type(v).__name__}"
+    return value_kind(v)
 
 
 def _extension(fname: str, what: str) -> str:

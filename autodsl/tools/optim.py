@@ -21,6 +21,7 @@ import math
 from autodsl.backend import float64
 from autodsl.core.grad_mode import no_grad
 from autodsl.core.tensor import Tensor
+from autodsl.core.words import kind as value_kind
 from autodsl.errors import TypeError_, ValueError_
 from autodsl.ops.creation import full, zeros_like
 from autodsl.ops.elementwise import maximum, sqrt
@@ -38,7 +39,7 @@ def _number(v, name: str, what: str) -> float:
     if isinstance(v, Tensor) and v.numel() == 1:
         v = v.item()
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise TypeError_(f"{what}'s {name} must be a number, not {type(v).__name__}")
+        raise TypeError_(f"{what}'s {name} must be a number, not {value_kind(v)}")
     v = float(v)
     if math.isnan(v):
         raise ValueError_(f"{what}'s {name} is nan; give a number such as {name}=0.01")
@@ -54,7 +55,7 @@ def _params(params, what: str) -> list:
     out, seen = [], set()
     for i, p in enumerate(params):
         if not isinstance(p, Tensor):
-            raise TypeError_(f"{what}(): parameter {i + 1} is {type(p).__name__}, not a tensor; "
+            raise TypeError_(f"{what}(): parameter {i + 1} is {value_kind(p)}, not a tensor; "
                              "pass the tensors to optimize")
         if p.grad_fn is not None:
             raise ValueError_(f"{what}(): parameter {i + 1} is not a leaf (it was computed, by "

@@ -36,6 +36,7 @@ from autodsl.names import names_of
 from autodsl.ops import elementwise
 from autodsl.ops.registry import REGISTRY
 from autodsl.source import format_pos, pos_text
+from autodsl.core.words import kind as value_kind
 
 __all__ = ["plot", "Plot"]
 
@@ -133,7 +134,7 @@ def plot(f, *bounds, points=201, width=None, height=None, file=None, title=None)
                           f"and hi={_num(hi)}")
     n = _int_option(points, "points", 3, 1_000_000)
     if title is not None and not isinstance(title, str):
-        raise TypeError_(f"plot(): title must be a string, not {type(title).__name__}")
+        raise TypeError_(f"plot(): title must be a string, not {value_kind(title)}")
     ext = None
     if file is not None:
         ext = _check_file(file)

@@ -7,6 +7,7 @@ from autodsl.core.stepper import BackwardStepper
 from autodsl.errors import AutogradError, TypeError_
 from autodsl.names import names_by_id, user_names
 from autodsl.core.tensor import Tensor, make_seeds
+from autodsl.core.words import kind as value_kind
 
 __all__ = ["step", "BackwardStepper"]
 
@@ -28,7 +29,7 @@ def step(tensor, gradient=None, retain_graph=None, create_graph=False, names=Non
     """
     if not isinstance(tensor, Tensor):
         raise TypeError_(f"step(y) runs y.backward() one node at a time, so y must be a tensor, "
-                         f"not {type(tensor).__name__}; compute y from tensors with requires_grad=true")
+                         f"not {value_kind(tensor)}; compute y from tensors with requires_grad=true")
     if retain_graph is None:
         retain_graph = create_graph
     seeds = make_seeds(tensor, gradient, "step()")

@@ -60,6 +60,7 @@ from autodsl.core.anomaly import get_anomaly_mode
 from autodsl.core.anomaly import anomaly_scope
 from autodsl.core.engine import GraphTask
 from autodsl.core.trace import Recorder
+from autodsl.core.words import kind as value_kind
 
 __all__ = ["why", "Why", "REASONS"]
 
@@ -126,7 +127,7 @@ def why(x, names=None) -> Why:
         why(w)        # w.grad is 0: ReluBackward#1 ... relu was off
     """
     if not isinstance(x, Tensor):
-        raise TypeError_(f"why() takes a tensor, not {type(x).__name__}; for example why(w)")
+        raise TypeError_(f"why() takes a tensor, not {value_kind(x)}; for example why(w)")
     return _Explainer(x, names).explain()
 
 
