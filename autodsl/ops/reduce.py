@@ -11,6 +11,7 @@ import autodsl.backend as backend
 from autodsl.backend import kind_of, namespace_of
 from autodsl.errors import IndexError_, RuntimeError_, TypeError_, ValueError_
 from autodsl.core.grad_mode import is_grad_enabled
+from autodsl.ops.formula import TENSORS as F
 from autodsl.ops.formula import define
 from autodsl.ops.registry import Op, apply, defop
 from autodsl.core.tensor import Tensor, as_tensor
@@ -18,7 +19,7 @@ from autodsl.errors import DTypeError
 from autodsl.ops.elementwise import maximum
 from autodsl.ops.elementwise import minimum
 from autodsl.ops.elementwise import abs as _abs
-from autodsl.ops.movement import expand
+from autodsl.ops.movement import cat, expand
 from autodsl.ops.elementwise import where
 from autodsl.ops.movement import IndexAdd
 from autodsl.ops.elementwise import sign
@@ -116,6 +117,8 @@ class Prod(_Reduction):
 
     def backward(self, g):
         x, out = self.saved_tensors
+        if x.ndim == 0:             # torch: prod of one number is the identity
+            return (g,)
         a = x._data
         xp = namespace_of(a)
         if not xp.any(a == 0):
@@ -128,14 +131,17 @@ class Prod(_Reduction):
         flat = xp.reshape(moved, moved.shape[:len(rest)] + (-1,))
         inverse = tuple(perm.index(i) for i in range(a.ndim))
         if is_grad_enabled():
-            # create_graph: the products of the others through recorded ops, so that the
-            # gradient is differentiable again: row i of an n x n matrix holds x with x_i
-            # replaced by 1, and its product is prod_{j != i} x_j. O(n^2) for n reduced
-            # elements, only where the input has a zero.
-            n = flat.shape[-1]
-            rows = x.permute(*perm).reshape(-1, 1, n)
-            eye = Tensor(xp.eye(n, dtype=xp.bool), _device=x.device)
-            others = prod(where(eye, 1.0, rows), dim=-1).reshape(*moved.shape).permute(*inverse)
+            # create_graph: torch's prod_safe_zeros_backward through recorded ops, so that the
+            # gradient is differentiable again (and its second derivative is torch's, nan where
+            # the input has one): the products before and after each element, as cumprods of
+            # the input shifted by one with a 1 in front, the one after it flipped
+            one = Tensor(xp.ones(flat.shape[:-1] + (1,), dtype=a.dtype), _device=x.device)
+            if flat.shape[-1] == 1:     # one element per product: no others, a constant 1
+                return (self._expand(g) * one.reshape(*moved.shape).permute(*inverse),)
+            rows = x.permute(*perm).reshape(*flat.shape)
+            before = F.cumprod(cat([one, rows[..., :-1]], dim=-1), -1)
+            after = F.cumprod(cat([one, rows[..., 1:][..., ::-1]], dim=-1), -1)[..., ::-1]
+            others = (before * after).reshape(*moved.shape).permute(*inverse)
             return (self._expand(g) * others,)
         left = xp.cumulative_prod(flat, axis=-1, include_initial=True)[..., :-1]
         right = xp.flip(xp.cumulative_prod(xp.flip(flat, axis=-1), axis=-1, include_initial=True)[..., :-1],
