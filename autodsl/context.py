@@ -32,7 +32,8 @@ class RunContext:
 
     * ``grad_enabled`` (True): new ops record a graph.
     * ``pos`` (None): where the expression being evaluated was written, a tuple
-      ``(file, line, column, text)`` set by the language; None from Python.
+      ``(file, line, column, text)`` set by the language (a ``source.SourcePos``, which
+      reads as that tuple and cuts ``text`` from the one source when read); None from Python.
     * ``ieee_depth`` (0): open ``ieee()`` scopes; ops skip their own when > 0.
     * ``in_pass`` (0): backward passes running (ops made inside are the engine's).
     * ``quiet`` (0): internal passes (check, plot, explain) that must not become
