@@ -535,6 +535,8 @@ def reduce_mean(a, axis, keepdims: bool, count: int):
     ``np.mean`` computes for float32 and float64."""
     if type(a) is np.ndarray and a.dtype.kind == "f" and a.dtype.itemsize >= 4:
         return _add_reduce(a, axis=axis, keepdims=keepdims) / count
+    if count == 0:      # a mean of nothing is nan (0/0), without NumPy's "Mean of empty slice" warning
+        return namespace_of(a).sum(a, axis=axis, keepdims=keepdims) / count
     return namespace_of(a).mean(a, axis=axis, keepdims=keepdims)
 
 
