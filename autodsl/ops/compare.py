@@ -9,6 +9,7 @@ __all__ = ["lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "log
 
 class _Compare(Op):
     __slots__ = ()
+    pointwise = True
     never_differentiable = True
     promote = True
     fn = None

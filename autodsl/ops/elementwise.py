@@ -723,3 +723,8 @@ define("exp", lambda a: _xp(a).exp(a), exp)
 # where(mask, a, 0) with the mask an array (a node's fact, not a recorded input)
 define("where_zero", lambda c, a: backend.where(c, a, backend.zero_of(a)),
        lambda c, a: where(Tensor(c) if not isinstance(c, Tensor) else c, a, 0.0))
+
+# forwards that work element by element: a huge one runs in pieces (ops/chunked.py)
+for _op in (Add, Sub, Mul, Div, Neg, Pow, Exp, Log, Sqrt, Sin, Cos, Tan, Tanh, Sigmoid, Relu,
+            ThresholdBackward, Abs, Sign, Clamp, ClampMin, ClampMax, Where, Maximum, Minimum, Clone):
+    _op.pointwise = True

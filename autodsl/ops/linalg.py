@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from autodsl.errors import ShapeError
+from autodsl.ops import chunked
 from autodsl.ops.formula import define
 from autodsl.ops.movement import sum_to  # noqa: F401  (the formulas' F.sum_to)
 from autodsl.ops.registry import Op, apply, defop
@@ -24,6 +25,8 @@ class Matmul(Op):
             na, nb = self.needs_input_grad
             self.save_for_backward(x if nb else None, y if na else None)
         try:
+            if a.size * b.size > chunked.LARGE and chunked.matmul_work(a, b) > chunked.LARGE:
+                return chunked.matmul(a, b)     # long: in tiles, so that an interrupt lands
             return a @ b
         except ValueError:
             k1 = a.shape[-1]
@@ -78,4 +81,5 @@ def matmul(input, other):
     return apply(Matmul, input, other)
 
 
-define("matmul", lambda a, b: a @ b, matmul)
+# the gradients' products too: a huge one in tiles (ops/chunked.py)
+define("matmul", lambda a, b: chunked.matmul(a, b) if a.size * b.size > chunked.LARGE else a @ b, matmul)

@@ -11,6 +11,7 @@ import builtins
 import autodsl.backend as backend
 from autodsl.backend import kind_of, namespace_of, scatter_add
 from autodsl.errors import IndexError_, ShapeError, TypeError_
+from autodsl.ops import chunked
 from autodsl.ops.formula import define, forward_of
 from autodsl.ops.registry import Op, apply, defop
 from autodsl.core.tensor import Tensor
@@ -458,7 +459,12 @@ class SumTo(Op):
         for i, n in enumerate(shape):
             if n != 1 and a.shape[lead + i] != n:
                 raise ValueError(f"cannot sum shape {a.shape} to {shape}")
-        out = backend.reduce_sum(a, axes, True) if axes else a
+        if not axes:
+            out = a
+        elif a.size > chunked.LARGE:        # the gradient of a sum of a huge expand: in pieces
+            out = chunked.sum(a, axes, True)
+        else:
+            out = backend.reduce_sum(a, axes, True)
         return namespace_of(a).reshape(out, shape)
 
     @classmethod

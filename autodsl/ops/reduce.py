@@ -11,6 +11,7 @@ import autodsl.backend as backend
 from autodsl.backend import kind_of, namespace_of
 from autodsl.errors import IndexError_, RuntimeError_, TypeError_, ValueError_
 from autodsl.core.grad_mode import is_grad_enabled
+from autodsl.ops import chunked
 from autodsl.ops.formula import TENSORS as F
 from autodsl.ops.formula import define
 from autodsl.ops.registry import Op, apply, defop
@@ -76,6 +77,8 @@ class Sum(_Reduction):
     """Sum over dim."""
     def forward(self, a, dim=None, keepdim=False):
         axes = self._setup(a, dim, keepdim)
+        if a.size > chunked.LARGE:          # long: in pieces, so that an interrupt lands
+            return chunked.sum(a, axes, keepdim)
         xp = namespace_of(a)
         if kind_of(a.dtype) == "b":         # torch: a sum of bools counts them (int64)
             a = xp.astype(a, xp.int64)
@@ -95,6 +98,8 @@ class Mean(_Reduction):
         self.count = 1
         for ax in axes:
             self.count *= a.shape[ax]
+        if a.size > chunked.LARGE:
+            return chunked.mean(a, axes, keepdim, self.count)
         return backend.reduce_mean(a, axes, keepdim, self.count)
 
     rule = "grad / n expanded to a's shape (n elements averaged)"
@@ -111,6 +116,8 @@ class Prod(_Reduction):
     def forward(self, a, dim=None, keepdim=False):
         axes = self._setup(a, dim, keepdim)
         self.save_for_backward(self.inputs[0])
+        if a.size > chunked.LARGE:
+            return chunked.prod(a, axes, keepdim)
         return namespace_of(a).prod(a, axis=axes, keepdims=keepdim)
 
     rule = "grad * out / a (products of the other elements where a has zeros)"
@@ -172,6 +179,8 @@ class _Extreme(_Reduction):
         if a.size == 0:
             empty_reduction(self.op_name, a.shape, axes, dim)
         self.save_for_backward(self.inputs[0])
+        if a.size > chunked.LARGE:
+            return (chunked.amax if self.pick == "max" else chunked.amin)(a, axes, keepdim)
         return getattr(namespace_of(a), self.pick)(a, axis=axes, keepdims=keepdim)
 
     rule = "grad split evenly among the elements equal to out"
@@ -306,6 +315,8 @@ class Norm(_Reduction):
         axes = self._setup(a, dim, keepdim)
         self.save_for_backward(self.inputs[0])
         xp = namespace_of(a)
+        if a.size > chunked.LARGE:
+            return xp.sqrt(chunked.sum_sq(a, axes, keepdim))
         return xp.sqrt(xp.sum(a * a, axis=axes, keepdims=keepdim))
 
     rule = "grad * a / out"
@@ -326,6 +337,8 @@ class PNorm(_Reduction):
         self.p = p
         self.save_for_backward(self.inputs[0])
         xp = namespace_of(a)
+        if a.size > chunked.LARGE:
+            return chunked.abs_pow_sum(a, p, axes, keepdim) ** (1.0 / p)
         return xp.sum(xp.abs(a) ** p, axis=axes, keepdims=keepdim) ** (1.0 / p)
 
     rule = "grad * a * |a|^(p-2) / out^(p-1)"
@@ -384,6 +397,8 @@ class Var(_Reduction):
             n *= a.shape[ax]
         self.denom = n - correction
         self.whole = dim is None or a.ndim == 0
+        if a.size > chunked.LARGE:
+            return chunked.var(a, axes, keepdim, n, self.denom)
         return _sum_sq_dev(a, axes, keepdim, n) / builtins.max(self.denom, 0)
 
     rule = "grad * 2 * (a - mean(a)) / (n - correction)"
@@ -429,6 +444,8 @@ class Std(_Reduction):
         self.denom = n - correction
         self.whole = dim is None or a.ndim == 0
         xp = namespace_of(a)
+        if a.size > chunked.LARGE:
+            return xp.sqrt(chunked.var(a, axes, keepdim, n, self.denom))
         return xp.sqrt(_sum_sq_dev(a, axes, keepdim, n) / builtins.max(self.denom, 0))
 
     rule = "grad * (a - mean(a)) / ((n - correction) * out)"
@@ -464,6 +481,8 @@ def _logsumexp(a, axes, keepdim):
     if any(a.shape[ax] == 0 for ax in axes):     # torch: the log of an empty sum, -inf
         shape = _kept(a.shape, axes) if keepdim else tuple(n for i, n in enumerate(a.shape) if i not in axes)
         return xp.full(shape, -float("inf"), dtype=a.dtype)
+    if a.size > chunked.LARGE:
+        return chunked.logsumexp(a, axes, keepdim)
     m = xp.max(a, axis=axes, keepdims=True)
     m = xp.where(xp.isfinite(m), m, 0.0)     # an all -inf slice stays -inf, not nan
     s = xp.log(xp.sum(xp.exp(a - m), axis=axes, keepdims=True)) + m
@@ -484,6 +503,8 @@ class Softmax(Op):
         (self.axis,) = _axes(dim, a.ndim)
         if a.size == 0:                  # torch: empty in, empty out
             return xp.asarray(a, copy=True)
+        if a.size > chunked.LARGE:
+            return chunked.softmax(a, self.axis)
         # torch shifts by the max as it is: a +inf logit makes inf - inf = nan of its slice (there
         # is no finite answer), an all -inf slice is nan as well
         e = xp.exp(a - xp.max(a, axis=self.axis, keepdims=True))
@@ -507,6 +528,8 @@ class LogSoftmax(Op):
             self.axis = None
             return namespace_of(a).zeros_like(a)
         (self.axis,) = _axes(dim, a.ndim)
+        if a.size > chunked.LARGE:
+            return chunked.log_softmax(a, self.axis)
         if a.size == 0:                  # torch: empty in, empty out
             return namespace_of(a).asarray(a, copy=True)
         xp = namespace_of(a)

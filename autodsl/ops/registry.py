@@ -26,6 +26,7 @@ from autodsl.core.watch import after_op
 from autodsl.core.node import Node, SavedOutput, next_seq_nr
 from autodsl.source import caller_pos
 from autodsl.errors import DeviceError, DSLError, ShapeError
+from autodsl.ops import chunked
 from autodsl.ops.formula import ARRAYS, TENSORS
 from autodsl.core.tensor import PUBLIC_METHODS, Tensor, new_tensor
 from autodsl.errors import DTypeError, IndexError_, TypeError_, ValueError_
@@ -80,6 +81,9 @@ class Op(Node):
     save_output = False   # append the output to the saved tensors (exp, sigmoid, ...)
     promote = False       # True or a tuple of input positions: compute in one promoted dtype
     moves_device = False  # the output may be on another device than the inputs (to())
+    # the forward works element by element (on broadcast inputs, with number params): a huge
+    # one runs on pieces of the result, so that an interrupt lands (ops/chunked.py)
+    pointwise = False
     floating = False      # integer inputs are computed in the default float dtype (exp, div, ...)
     # the forward on floating inputs, when it is one Python operator ("{0} * {1}"): what a
     # compiled program writes instead of calling forward (core/program.py)
@@ -238,7 +242,11 @@ def apply(cls, *inputs, **params) -> Tensor:
         if ctx.limits is not None:          # a Session's time or memory limit (ops/op_limits.py)
             check_op(ctx.limits, cls, arrays, params)
         try:
-            if ctx.ieee_depth:        # inside a Session run or a backward: IEEE results already set
+            # (both inputs at most 4096 elements: the result is at most 2^24, never pieced)
+            if cls.pointwise and (arrays[0].size > 4096 or arrays[-1].size > 4096 or len(arrays) > 2) \
+                    and chunked.may_be_large(arrays):
+                out_arr = _pointwise(node, arrays, params, ctx)
+            elif ctx.ieee_depth:        # inside a Session run or a backward: IEEE results already set
                 out_arr = node.forward(*arrays, **params)
             else:
                 token = backend.fp_errors_off()
@@ -308,6 +316,17 @@ def apply(cls, *inputs, **params) -> Tensor:
     finally:
         if gc_on:
             _gc_enable()
+
+
+def _pointwise(node, arrays, params, ctx):
+    """A pointwise forward that may be huge: in pieces when its result is (ops/chunked.py)."""
+    if ctx.ieee_depth:
+        return chunked.pointwise(node.forward, arrays, params)
+    token = backend.fp_errors_off()
+    try:
+        return chunked.pointwise(node.forward, arrays, params)
+    finally:
+        backend.fp_errors_restore(token)
 
 
 def _captured_formula(node, cap, g, outs):

@@ -39,6 +39,7 @@ def _no_integer_zero(name, a, b):
 class _Rounding(Op):
     """A unary rounding op: integers pass through, the gradient is zero everywhere."""
     __slots__ = ()
+    pointwise = True
     rule = ("0",)
     function = None         # the namespace's function on floating arrays (not array_function:
                             # that would also run on integer arrays in a compiled program)
@@ -101,6 +102,7 @@ class Round(_Rounding):
 class Remainder(Op):
     """a - b * floor(a / b): the remainder with the divisor's sign (Python's %)."""
     __slots__ = ()
+    pointwise = True
     promote = True
 
     def forward(self, a, b):
@@ -129,6 +131,7 @@ class Remainder(Op):
 class _IntegerDivision(Op):
     """A division rounded to a whole number: its gradient is zero for both inputs."""
     __slots__ = ()
+    pointwise = True
     promote = True
     rule = ("0", "0")
 

@@ -256,3 +256,8 @@ def polygamma(n, input):
     if n < 0:
         raise ValueError_(f"polygamma: n must be 0 or more, not {n}")
     return apply(Polygamma, input, n=n)
+
+
+# forwards that work element by element: a huge one runs in pieces (ops/chunked.py)
+for _op in (Atan2, Log1p, Expm1, Square, Softplus, Logsigmoid, Lgamma, Digamma, Polygamma):
+    _op.pointwise = True
