@@ -78,6 +78,7 @@ def interrupt(setup: str, text: str, probe: str):
 
 
 X = "x = tensor([1.0, 2.0], requires_grad=true)\n"
+X2 = "x = tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=true)\n"
 HOOKS = "def big(g) { return 100 * g }\ndef inc(g) { return g + 1 }\ndef dbl(g) { return 2 * g }\n"
 
 CASES = {
@@ -112,12 +113,27 @@ CASES = {
                                   "print(m); m.sum().backward(); print(x.grad)"),
     "in-place write into an index of a non-leaf": (X + "m = x * 2", "m[0] = 5.0; stop()",
                                                    "print(m); m.sum().backward(); print(x.grad)"),
+    "in-place write through a reshape view": (
+        X2 + "m = x * 2\nv = m.reshape([4])\nv2 = m[1]", "v[3] = 0.0; print(v2); stop()",
+        "print(m); print(v2); (v2*v2).sum().backward(); print(x.grad)"),
+    "in-place op through a transpose view": (X2 + "m = x * 2\nv = m.transpose(0, 1)", "v *= 3; stop()",
+                                             "print(m); (m*m).sum().backward(); print(x.grad)"),
+    "in-place op on the base of a view": (X2 + "m = x * 2\nv = m[0]", "m *= 3; print(v); stop()",
+                                          "print(v); v.sum().backward(); print(x.grad)"),
+    "a retained tensor's history": (X2 + "m = x * 2\nm.retain_grad()", "m *= 3; stop()",
+                                    "m.sum().backward(); print(m.grad); print(x.grad)"),
     "no_grad update of a leaf": (X, "no_grad { x -= 0.5 }; stop()", "print(x); (x*x).sum().backward(); print(x.grad)"),
     # .grad, and the graph a backward frees
     ".grad = none": (X + "(x*x).sum().backward()", "x.grad = none; stop()", "print(x.grad)"),
     "a second backward": (X + "(x*x).sum().backward()", "(x*x).sum().backward(); stop()", "print(x.grad)"),
     "the graph a backward frees": (X + "y = (x*x).sum()", "y.backward(); stop()",
                                    "y.backward(); print(x.grad)"),
+    "a backward of a create_graph gradient": (X + "y = (x*x*x).sum()",
+                                              "g = grad(y, x, create_graph=true); g[0].sum().backward(); stop()",
+                                              "y.backward(); print(x.grad)"),
+    "an optimizer's step and zero_grad": (X + "opt = adam([x], lr=0.1)\n(x*x).sum().backward()",
+                                          "opt.step(); opt.zero_grad(); stop()",
+                                          "print(x.grad); (x*x).sum().backward(); opt.step(); print(x)"),
     # bindings: new names go, rebound names and redefined functions come back
     "bindings": ("a = 1\ndef f() { return 1 }", "a = 2; b = 3; def f() { return 2 }; for i in range(3) { c = i }; stop()",
                  "print(a); print(f())"),
@@ -230,7 +246,7 @@ def test_a_nested_transaction_that_succeeds_is_undone_by_the_outer_one():
 def test_random_numbers_of_an_undone_input_are_drawn_again():
     # seed() and the draws of an interrupted input are undone: the next draws are the ones
     # an uninterrupted session gets
-    r, out = make_repl()
+    r, _ = make_repl()
     r.handle("seed(3); a = rand(2)")
     r.handle("b = rand(2); stop()")
     r.handle("seed(5); d = randn(3); stop()")
