@@ -324,7 +324,10 @@ class Norm(_Reduction):
     def backward(self, g):
         x, out = self.saved_tensors
         o = self._spread(out)
-        return (where(o == 0, 0.0, self._spread(g) * x / o),)   # torch: 0 at the zero vector
+        # torch (linalg_vector_norm_backward, p = 2): grad * (x / norm).masked_fill_(norm == 0, 0):
+        # 0 at the zero vector (nan for an inf grad there, and a nan second derivative, as torch),
+        # and x / norm first, so that grad * x cannot overflow where the result is finite
+        return (self._spread(g) * where(o == 0, 0.0, x / o),)
 
 
 @defop("pnorm", node_name="NormBackward", public=False)
