@@ -265,3 +265,11 @@ def test_the_message_names_the_files_an_interrupted_input_wrote(tmp_path):
     assert (tmp_path / "x.npy").exists()
     r.handle("y = 1; stop()")                   # no file: the plain message
     assert out.getvalue().strip().splitlines()[-1] == INTERRUPTED
+
+
+def test_an_interrupt_outside_an_input_claims_no_undo(monkeypatch):
+    # Ctrl-C while the input is still being parsed (nothing ran, nothing to undo) says only that
+    r, out = make_repl()
+    monkeypatch.setattr(r.session, "parse", _stop)
+    r.handle("a = 1")
+    assert out.getvalue().strip().splitlines()[-1] == "interrupted"

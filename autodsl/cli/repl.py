@@ -169,7 +169,10 @@ class Repl:
         except DSLError as e:
             self.write(e.render())
         except KeyboardInterrupt as stop:
-            self.write(interrupted_message(getattr(stop, "kept", ())))
+            # rolled back only when it landed inside an input's transaction (run_source marks it);
+            # elsewhere (a command, the parse, after the input finished) nothing was undone
+            kept = getattr(stop, "kept", None)
+            self.write("interrupted" if kept is None else interrupted_message(kept))
         except RecursionError:
             self.write("internal error: nesting too deep; the session goes on")
         except Exception as e:  # noqa: BLE001 - the loop survives internal faults
@@ -774,8 +777,8 @@ def main(session, history: bool = True, input=None, output=None, out=None) -> in
             continue
         try:
             repl.handle(text)
-        except KeyboardInterrupt:      # Ctrl-C landing between statements
-            repl.write(INTERRUPTED)
+        except KeyboardInterrupt:      # Ctrl-C landing between inputs: nothing to undo
+            repl.write("interrupted")
     return 0
 
 
