@@ -40,7 +40,7 @@ from autodsl.errors import DSLError
 _EXAMPLES = int(os.environ.get("AUTODSL_FUZZ_EXAMPLES", "0") or 0)
 _MAX_SECONDS = 30.0            # a hang, not slowness: every program here takes milliseconds
 _MAX_GROWTH = 2 * 2 ** 30      # bytes the peak resident size may grow by during one test
-_LIMITS = {"time_limit": 20.0, "step_limit": 200_000, "memory_limit": 2 ** 28}
+_LIMITS = {"time_limit": 2.0, "step_limit": 20_000, "memory_limit": 2 ** 28}
 
 
 def _session() -> autodsl.Session:

@@ -10,7 +10,9 @@ methods with random arguments (backward, grad, hooks among them).
 mutations of a valid program (a character or a token deleted, replaced, inserted or
 duplicated, the text cut short, odd characters spliced in).
 
-Sizes are kept small so that every program ends quickly even without a step limit: loops
+A few idioms abuse resources on purpose (an endless loop, a string doubled 40 times, a
+10^12-element expand): the session's step, time and memory limits must stop them with a
+LimitError. Elsewhere sizes are kept small so that every program ends quickly: loops
 run at most a few iterations (a `while` counts with its own counter, which nothing else
 assigns), a function only calls functions defined before it, integers that reach
 creation functions are small, and lists have at most three entries.
@@ -85,6 +87,42 @@ PRELUDE = [
     "def f(u) { return (u ^ 2).sum() }",
     "i = 1",
     "c = y.T @ y",
+]
+
+# Statements a user writes, with {v} and {e} filled in (a variable, an expression): they reach
+# the deeper machinery (hooks, retain_grad, views written in place, the functional API,
+# optimizers, compile, the tools) far more often than random calls do.
+IDIOMS = [
+    "{v}.grad = none", "r = {v} * 2; r.retain_grad(); r.sum().backward(); r.grad",
+    "q = {v}.detach().clone(); q[0] = {e}; q", "q = {v}.reshape([-1]); q[0] = {e}",
+    "q = ({v} * 1.0).transpose(0, 1); q.mul_({e}); q.sum().backward()",
+    "q = ({v} + 0).permute([1, 0]); q[0] = {e}",
+    "q = {v} * 1; q += {e}; q.sum().backward()", "q = {v}.exp(); q.add_(1); q.sum().backward()",
+    "hessian(f, {v})", "jacobian(hk, {v})", "jvp(hk, {v}, {e})", "vjp(f, {v})", "hvp(f, {v}, {e})",
+    "vhp(f, {v}, {e})", "check(f, {v})", "gradcheck(f, {v})", "cf = compile(f); cf({v}); cf({e})",
+    "opt = sgd([{v}], lr=0.1); ({v} ^ 2).sum().backward(); opt.step(); opt.zero_grad()",
+    "opt = adam([{v}]); f({v}).backward(); opt.step()", "st = step(f({v})); st",
+    "explain(f, {v})", "why({v})", "info({v})", "graph({v} * 2)", "anomaly(true); ({v} / 0).sum()",
+    "trace(true); f({v}).backward(); trace(false); last_trace()",
+    "{v}.register_hook(hk); f({v}).backward(); {v}.grad", "hh = {v}.register_hook(hk); hh.remove()",
+    "gg = grad(f({v}), {v}, create_graph=true); grad(gg[0].sum(), {v})",
+    "{v}.sum().backward(create_graph=true); {v}.grad.sum().backward()",
+    "einsum(\"ij,j->i\", {v}, {e})", "stack([{v}, {e}])", "cat([{v}, {e}], dim=-1)",
+    "topk({v}, 2).values", "sort({v}).indices", "max({v}, 0)", "where({v} > 0, {v}, {e})",
+    "masked_fill({v}, {v} > 0, {e})", "gather({v}, 0, tensor([0]))", "scatter_add({v}, 0, tensor([0]), {e})",
+    "index_put({v}, [tensor([0])], {e})", "cross_entropy({v}, tensor([0]))", "mse_loss({v}, {e})",
+    "nll_loss({v}, tensor([1]))", "solve({v}, {e})", "det({v})", "inverse({v})",
+    "print(f\"{{{v}:.3f}} {{{e}}}\")", "print({v}, {e}, end=none)", "format({v}, \".2e\")",
+    "len({v}); {v}.tolist(); {v}.item()", "l.append({e}); l.pop(); l[0] = {e}",
+    "{v}.requires_grad_(false); {v}.requires_grad = true",
+    "no_grad {{ {v} -= 0.1 * {v}.grad }}", "{v}.size(0); {v}.size(); {v}.shape[0]",
+    "linspace(0, 1, {e})", "full([2], {e})", "arange({e})", "eye({e})", "zeros_like({v}) + {e}",
+    "seed(0); randn([2]) + rand([2])", "polygamma(1, {v})", "set_default_dtype(float32); ones([1])",
+    # resource abuse: the session's step, time and memory limits stop these (a LimitError)
+    "while true {{ {v} }}", "for k in range(10^12) {{ }}", "ss = \"ab\"; for k in range(40) {{ ss = ss + ss }}",
+    "zeros([10^5, 10^5])", "ones([1]).expand([10^12]).sum()", "ll = [1]; while true {{ ll = ll + ll }}",
+    "def rr(n) {{ return rr(n + 1) + rr(n + 2) }}; rr(0)", "nn = 2; while true {{ nn = nn * nn }}",
+    "randn([10^4, 10^4]) @ randn([10^4, 10^4])",
 ]
 
 HOOK = "def hk(u) { return u * 2 }"     # every program has it: a hook for register_hook
@@ -191,7 +229,7 @@ class _Gen:
             out.append(f"{k}={self.sub().expr()}")
         return ", ".join(out)
 
-    def typed_args(self) -> str:
+    def typed_args(self) -> list[str]:
         """Arguments an op may well accept: tensors, small dims, a shape, a fitting keyword."""
         out = [self.pick(TENSORS)]
         for _ in range(self.draw(st.integers(0, 2))):
@@ -199,7 +237,7 @@ class _Gen:
                                             "2.0", "true", "hk", "f"]))
         for k in self.draw(st.lists(st.sampled_from(list(_TYPED_KW)), max_size=2, unique=True)):
             out.append(f"{k}={self.pick(_TYPED_KW[k])}")
-        return ", ".join(out)
+        return out
 
     def expr(self) -> str:
         if self.depth <= 0:
@@ -209,10 +247,10 @@ class _Gen:
         if kind <= 2:
             return self.atom()
         if kind in (14, 15):
-            return f"{self.pick(BUILTINS)}({s.typed_args()})"
+            return f"{self.pick(BUILTINS)}({', '.join(s.typed_args())})"
         if kind == 16:
-            args = s.typed_args().split(", ", 1)
-            return f"{args[0]}.{self.pick(METHODS)}({args[1] if len(args) > 1 else ''})"
+            first, *rest = s.typed_args()
+            return f"{first}.{self.pick(METHODS)}({', '.join(rest)})"
         if kind == 3:
             return f"{s.expr()} {self.pick(_BINOPS)} {s.expr()}"
         if kind == 4:
@@ -310,7 +348,7 @@ class _Gen:
         return f"def {name}({', '.join(params)}) {body}"
 
     def simple(self) -> str:
-        kind = self.draw(st.integers(0, 12))
+        kind = self.draw(st.integers(0, 14))
         s = self.sub()
         if kind <= 3:
             return f"{self.pick(VARS)} = {s.expr()}"
@@ -332,6 +370,12 @@ class _Gen:
             return "return" + ("" if self.chance(0.2) else " " + s.expr())
         if kind == 9 and self.loops:
             return self.pick(["break", "continue"])
+        if kind in (11, 12):
+            e = s.expr() if self.chance(0.5) else self.pick(TENSORS)
+            idiom = self.pick(IDIOMS)
+            if 'f"' in idiom:
+                e = e.replace('"', "'")     # a string inside an f-string's field takes the other quote
+            return idiom.format(v=self.pick(TENSORS[:9]), e=e)
         if kind == 10 and self.chance(0.01):
             return self.pick(["return 1", "break", "continue"])    # outside a def or loop: an error
         return s.expr()
