@@ -19,7 +19,10 @@ from autodsl.core.words import kind, plain, shown
 # words of Python and NumPy, not of the language (a user never wrote a tuple or a ufunc)
 PYTHON_WORDS = ("object", "NoneType", "numpy", "ufunc", "tuple", "iterable", "dtype('", "int64'>",
                 "Traceback", "argument of type", "positional argument", "__", "<class", "np.",
-                "'int'", "'float'", "'str'", "'list'", " not int", " not float", " not str")
+                "'int'", "'float'", "'str'", "'list'", " not int", " not float", " not str",
+                # Python class names of autodsl's own results
+                "a Why", "a DType", "RemovableHandle", "MinMaxResult", "an Explanation", "CheckResult",
+                "BackwardStepper", "a Graph", "an Info", "a Plot")
 
 SETUP = ("x = tensor([1.0, 2.0, 3.0])\nm = tensor([[1.0, 2.0], [3.0, 4.0]])\nb = tensor([true, false])\n"
          "def f(a) { return a }\n")
@@ -179,6 +182,14 @@ TABLE = [
     "load(1)", "include(none)", 'param(none, 1)', "format(x, 1)", "compile(1)", "plot(none)",
     'set_default_dtype("a")', 'tensor([1.0]).to("gpu")', "tensor([1.0], dtype=1)",
     'f"{none:.2f}"', 'format("a", ".2f")', 'f"{x:.q}"',
+    # flags and numbers of the wrong kind that used to be taken (torch refuses them)
+    'tensor([1.0], requires_grad="a")', "x.requires_grad = none", "x.requires_grad_(1)", "arange(none)",
+    'arange(0, "a")', "m.sum([0, 0])", "m.mean([1, -1])",
+    # the results of tools and ops where a number is expected
+    "sort(x) + 1", "max(m, 0) + 1", 'sort(x)["a"]', "why(x) + 1", "graph(x) + 1", "info(x) + 1",
+    "int64 + 1", "float32(1)", "w = tensor([1.0], requires_grad=true); h = w.register_hook(f); h + 1",
+    "w = tensor([1.0], requires_grad=true); (w * x).grad_fn.next_functions + 1",
+    "w = tensor([1.0], requires_grad=true); (w * x).grad_fn.next_functions[5]",
 ]
 
 
@@ -248,11 +259,20 @@ def test_a_message_without_python_words_is_unchanged():
     (None, "none"), (True, "a boolean"), (2, "a number"), (2.5, "a number"), ("a", "a string"),
     ([1], "a list"), ((2, 3), "a shape"), (len, "a function"), (lambda g: g, "a function"),
     (np.float32(1), "a number"), (ad.tensor([1.0]), "a tensor"), (np.zeros(2), "a NumPy array"),
+    ((1, "a"), "a sequence"), (ad.int64, "a dtype"),
 ])
 def test_kind_names_a_value_as_the_language_does(value, words):
     assert kind(value) == words
 
 
+def test_kind_names_results_and_graph_nodes():
+    w = ad.tensor([1.0], requires_grad=True)
+    assert kind(ad.sort(ad.tensor([2.0, 1.0]))) == "a (values, indices) pair"
+    assert kind((w * 2).grad_fn) == "a graph node"
+    assert kind(w.register_hook(lambda g: g)) == "a hook handle"
+
+
 def test_shown_writes_a_value_as_a_script_would():
     assert [shown(v) for v in (None, True, False, 3, 1.5, "a", [1, None])] == \
         ["none", "true", "false", "3", "1.5", '"a"', "[1, none]"]
+    assert shown("a\nb") == '"a\\nb"'         # as the script writes it, on one line

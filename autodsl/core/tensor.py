@@ -77,8 +77,8 @@ class Tensor:
         self._pos = None          # where a leaf was made (creation functions, detach): see Node.pos
         self.device = _device or backend.device_of(data)
         self._requires_grad = False
-        if requires_grad:
-            self._set_requires_grad(True)      # a new tensor: nothing for an undo to put back
+        if requires_grad is not False:
+            self._set_requires_grad(requires_grad)      # a new tensor: nothing for an undo to put back
 
     # -- basic properties -----------------------------------------------------------
     @property
@@ -147,6 +147,8 @@ class Tensor:
         self._set_requires_grad(flag)
 
     def _set_requires_grad(self, flag) -> None:
+        if not isinstance(flag, backend.HOST_BOOL):     # torch: "requires_grad must be a bool"
+            raise TypeError_(f"requires_grad must be true or false, not {_kind(flag)}")
         flag = bool(flag)
         if current().capture is not None and flag != self._requires_grad:
             current().capture.fail("it changes requires_grad")

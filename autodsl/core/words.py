@@ -28,6 +28,11 @@ _TYPE_WORDS = {
     "_Hook": "a function", "CompiledFunction": "a function", "partial": "a function",
     "Tensor": "a tensor", "ndarray": "a NumPy array", "slice": "a slice", "ellipsis": "`...`",
     "type": "a type", "MinMaxResult": "a (values, indices) pair", "generator": "a sequence",
+    # the results of the language's tools, by what made them
+    "DType": "a dtype", "RemovableHandle": "a hook handle", "Why": "the result of why()",
+    "Graph": "the result of graph()", "Info": "the result of info()", "Plot": "a plot",
+    "Explanation": "the result of explain()", "CheckResult": "the result of check()",
+    "BackwardStepper": "the result of step()", "Checkpoint": "a checkpoint", "Node": "a graph node",
     "numpy.bool": "a boolean", "bool_": "a boolean", "numpy.bool_": "a boolean",
     **{f"{p}{n}": "a number" for p in ("", "numpy.") for n in (
         "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -58,11 +63,13 @@ def kind(v) -> str:
         return "a tensor"
     if isinstance(v, list):
         return "a list"
-    if isinstance(v, tuple):      # the language has no tuple literal: a tuple of integers is a shape
-        return "a shape" if all(type(n) is int for n in v) else "a tuple"
+    if type(v) is tuple:          # the language has no tuple literal: a tuple of integers is a shape
+        return "a shape" if all(type(n) is int for n in v) else "a sequence"
     text = getattr(type(v), "LANG_DESCRIPTION", None)      # a type may name itself ("an sgd optimizer")
     if text is not None:
         return text
+    if hasattr(type(v), "next_functions"):     # a grad_fn (core/node.py sits above this module)
+        return "a graph node"
     if callable(v) and not isinstance(v, type):
         return "a function"
     return type_words(type(v).__name__)

@@ -38,8 +38,8 @@ def describe(v) -> str:
         return "a tensor"
     if isinstance(v, list):
         return "a list"
-    if isinstance(v, tuple):      # the language has no tuple literal: a tuple of integers is a shape
-        return "a shape" if all(type(n) is int for n in v) else "a tuple"
+    if type(v) is tuple:          # the language has no tuple literal: a tuple of integers is a shape
+        return "a shape" if all(type(n) is int for n in v) else "a sequence"
     if isinstance(v, range):
         return "a range"
     if callable(v):

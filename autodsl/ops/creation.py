@@ -190,13 +190,24 @@ def _need_float(dt, name):
         raise DTypeError(f"{name} makes floating-point numbers; use dtype=float32 or float64")
 
 
+def _arange_number(name, v):
+    if isinstance(v, Tensor) and v.ndim == 0:
+        v = v.item()
+    if not isinstance(v, (*backend.HOST_BOOL, *backend.HOST_INT, *backend.HOST_FLOAT)):
+        raise TypeError_(f"arange: {name} must be a number, not {kind(v)}; for example arange(0, 1, 0.25)")
+    return v
+
+
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
     """Evenly spaced values in [start, end) with ``step``; int64 when all arguments are
     integers, else the default float dtype. Example: ``arange(5)``, ``arange(0, 1, 0.25)``
+
+    Raises TypeError_ for a start, end or step that is not a number, ValueError_ for step 0.
     """
     device = backend.check_device(device)
     if end is None:
         start, end = 0, start
+    start, end, step = (_arange_number(n, v) for n, v in (("start", start), ("end", end), ("step", step)))
     if step == 0:
         raise ValueError_("arange: step must not be 0")
     if dtype is None:

@@ -46,6 +46,8 @@ def _axes(dim, ndim):
         if not -n <= d < n:
             raise IndexError_(f"dim {d} is out of range for a tensor with {ndim} dimensions "
                               f"(valid: {-n} to {n - 1})")
+        if ndim and d % n in out:        # torch: "dim 0 appears multiple times in the list of dims"
+            raise IndexError_(f"dim {d % n} appears more than once in the list of dims {list(dims)}")
         out.append(d % n if ndim else 0)
     return tuple(sorted(set(out))) if ndim else ()
 
