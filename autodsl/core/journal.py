@@ -188,10 +188,11 @@ def transaction():
     ctx = current()
     holder = ctx if ctx.owns_defaults else DEFAULT
     settings, defaults = _get_settings(ctx), _get_defaults(holder)
-    rng = holder.rng        # seed() replaces its generators: they come back (draws: record_random)
-    if rng:
-        log.seen.add(("items", id(rng)))
-        log.append((rng, "items", rng.copy(), None))
+    # seed() replaces the generators, and the first draw makes one: the old ones come back
+    # (and the state of those it drew from: record_random)
+    rng = holder.rng
+    log.seen.add(("items", id(rng)))
+    log.append((rng, "items", rng.copy(), None))
     outer, ctx.journal = ctx.journal, log
     try:
         yield log
@@ -231,23 +232,30 @@ def _rollback(log) -> None:
                 setattr(obj, name, old)
             except Exception as e:  # noqa: BLE001 - reported after the rest is undone
                 failure = failure or e
-    for obj, kind, old, extra in reversed(log):
-        if kind == "values":
-            obj._data[...] = old
-            obj._version[0] = extra
-        elif kind == "grad":
-            obj._grad = old
-            if old is not None:
-                data, version = extra
-                old._data[...] = data
-                old._version[0] = version
-        elif kind == "attr":
-            setattr(obj, old, extra)
-        elif kind == "items":
-            obj.clear()
-            if isinstance(obj, dict):
-                obj.update(old)
-            else:
-                obj.extend(old)
+    for entry in reversed(log):
+        try:
+            _undo(*entry)
+        except Exception as e:  # noqa: BLE001 - reported after the rest is undone
+            failure = failure or e
     if failure is not None:
         raise failure
+
+
+def _undo(obj, kind, old, extra) -> None:
+    if kind == "values":
+        obj._data[...] = old
+        obj._version[0] = extra
+    elif kind == "grad":
+        obj._grad = old
+        if old is not None:
+            data, version = extra
+            old._data[...] = data
+            old._version[0] = version
+    elif kind == "attr":
+        setattr(obj, old, extra)
+    elif kind == "items":
+        obj.clear()
+        if isinstance(obj, dict):
+            obj.update(old)
+        else:
+            obj.extend(old)
