@@ -169,6 +169,16 @@ def test_memory_limit_stops_integer_squaring_early():
     assert s.run("6 * 7") == 42
 
 
+def test_a_huge_format_width_or_precision_is_checked_before_formatting():
+    s = Session(memory_limit="1M")
+    e = _limit_error(s, 't = f"{1:>2000000}"')
+    assert "this formatted text would need 2.0 MB" in e.message and (e.line, e.column) == (1, 7)
+    assert len(s.run('f"{1:>100000}"')) == 100000
+    assert s.run('f"{3.14159:8.2f}|{7:>5}"') == "    3.14|    7"
+    with pytest.raises(LimitError, match="100.0 GB"):
+        Session().run('f"{1.5:.99999999999f}"')
+
+
 def test_memory_limit_checks_broadcasting_matmul_and_ops_on_expanded_views():
     s = Session(memory_limit="100M")
     s.run("a = zeros([10^4, 1])\nb = zeros([1, 10^4])\nm = zeros([10^4, 10])\nn = zeros([10, 10^4])")

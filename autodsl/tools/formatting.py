@@ -9,14 +9,17 @@ torch tensor. Without a spec a value is shown as ``print`` shows it.
 from __future__ import annotations
 
 import builtins
+import re
 
 from autodsl.core.display import format_value
+from autodsl.core.limits import reserve
 from autodsl.core.replay import value_kind
 from autodsl.core.tensor import Tensor
 from autodsl.errors import TypeError_, ValueError_
 
 __all__ = ["format"]
 
+_DIGITS = re.compile(r"\d+")
 _EXAMPLES = "use Python's format mini-language, e.g. `.4f`, `.3e`, `8.2f`, `>10`, `d` for whole numbers"
 
 
@@ -61,6 +64,9 @@ def format(value, format_spec: str = "") -> str:
     else:
         raise TypeError_(f"the format spec `{format_spec}` applies to numbers, strings and one-element "
                          f"tensors, not to {_what(value)}; leave the spec out to show it as print does")
+    widest = max((len(d) < 20 and int(d) for d in _DIGITS.findall(format_spec)), default=0)
+    if widest > 4096:       # a width or precision of 10^10 would make a 10 GB string
+        reserve(widest, "this formatted text")
     try:
         return builtins.format(number, format_spec)
     except (ValueError, TypeError):
