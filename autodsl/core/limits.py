@@ -10,12 +10,16 @@ pieces, so a time limit holds off the main thread too (no signals), and an inter
 What each limit counts:
 
 * time: wall-clock seconds from entering the session's code, checked between statements,
-  loop iterations, calls and ops, and between the pieces of a long op (``poll``);
+  loop iterations, calls and ops, between the nodes of a backward pass, and between the
+  pieces of a long op (``poll``);
 * steps: statements, loop iterations and calls of user functions, counted by the
   interpreter (``Limits.step``);
 * memory: a bound on the bytes the session's data holds, checked before an allocation
-  (``reserve``): a new tensor, a broadcast or matrix-product result, a string or list the
-  script builds. One allocation larger than the limit fails at once, with its size. Else
+  (``reserve``): a new tensor (creation functions), an op's result (``ops/op_limits.py``:
+  broadcasting, matrix products, einsum, ops on ``expand``ed views), a string the script
+  builds (``+``, f-strings, a format width), a list literal, ``tolist()``, the row views a
+  ``for`` loop over a tensor makes, a product of two integers. One allocation larger than
+  the limit fails at once, with its size. Else
   the bytes asked for since the last count are added to the last count of what the
   session holds; when that sum would pass the limit, the session's data is counted
   again (``held_bytes``: the storage of the tensors, their gradients, strings and lists
@@ -23,9 +27,11 @@ What each limit counts:
   would. Storage that only a graph's saved values or a running function's callers hold is
   not counted; the time and step limits bound that.
 
-Without a memory limit an allocation larger than the machine's memory fails at once too,
-with its size (``reserve``; ``memory_error`` for NumPy's own MemoryError), instead of
-Python's MemoryError or an out-of-memory kill.
+Without a memory limit the same checks refuse an allocation larger than the machine's
+memory, or from ``BIG_ALLOCATION`` up one larger than the memory free now, at once and with
+its size (``reserve``; ``memory_error`` words NumPy's own MemoryError, which says its size),
+instead of Python's MemoryError or an out-of-memory kill; an op's result is left to NumPy's
+MemoryError there, so that an op without limits pays nothing for it.
 """
 from __future__ import annotations
 
