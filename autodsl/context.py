@@ -61,12 +61,15 @@ class RunContext:
       runs (the host calling a script's function, hook or compiled function) enters it (``call_in``).
     * ``rng`` ({}): the random generators by device ("cpu": NumPy's, "cuda": CuPy's) and the last
       ``seed`` (key "seed"); a thread's context draws from ``DEFAULT``'s, a Session from its own.
+    * ``source_limit`` (None: 16 MB): the most bytes ``include`` and text ``load`` read of one file
+      (``core/text_input.py``).
     """
 
     __slots__ = ("grad_enabled", "pos", "ieee_depth", "in_pass", "quiet", "anomaly", "journal",
                  "names", "files_allowed", "base_dir", "trace_enabled", "trace_sink", "trace_printer",
                  "last_trace", "last_backward", "breaks", "loop_progress", "language", "default_dtype",
-                 "default_device", "owns_defaults", "capture", "limits", "host_entry", "rng")
+                 "default_device", "owns_defaults", "capture", "limits", "host_entry", "rng",
+                 "source_limit")
 
     def __init__(self, **fields):
         self.grad_enabled = True
@@ -94,6 +97,7 @@ class RunContext:
         self.limits = None
         self.host_entry = None
         self.rng = {}
+        self.source_limit = None
         for k, v in fields.items():
             setattr(self, k, v)
 

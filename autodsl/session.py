@@ -22,7 +22,8 @@ calls of user functions, per ``run()`` or host call; ``memory_limit`` (bytes, or
 as ``"512M"`` or ``"2G"``) bounds the tensors, strings and lists the session's variables hold,
 checked before each allocation (see ``autodsl.core.limits`` for exactly what it counts). Past
 a limit the run stops with ``LimitError`` at the line it had reached; the session stays
-usable, its variables as for any error.
+usable, its variables as for any error. ``source_limit`` (16 MB unless set) bounds the files
+``include`` and the text formats of ``load`` read: a larger one is refused before it is read.
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from typing import Any
 
 import autodsl.backend as backend
 from autodsl.context import RunContext, current, use
+from autodsl.core.text_input import DEFAULT_SOURCE_LIMIT
 from autodsl.core.anomaly import anomaly_state, get_anomaly_mode
 from autodsl.core.quiet import ieee
 from autodsl.core.trace import LazyNames
@@ -75,7 +77,7 @@ class Session:
 
     def __init__(self, device: str = "cpu", dtype=None, trace: bool = False, echo: bool = True,
                  out=None, files: bool = True, anomaly=False, base_dir=None,
-                 time_limit=None, memory_limit=None, step_limit=None):
+                 time_limit=None, memory_limit=None, step_limit=None, source_limit=None):
         # The session's run context: its defaults, trace, anomaly mode, names, files
         # permission and last backward, current while its code runs (see autodsl.context).
         self._ctx = RunContext(language=1, names=lambda: self.namespace,
@@ -97,6 +99,7 @@ class Session:
         self.time_limit = time_limit
         self.step_limit = step_limit
         self.memory_limit = memory_limit
+        self.source_limit = source_limit
 
     # -- resource limits ---------------------------------------------------------
     @property
@@ -139,6 +142,25 @@ class Session:
             except ValueError as e:
                 raise ValueError_(f"memory_limit: {e}") from None
         self._limits = self._limits[:2] + (size,)
+
+    @property
+    def source_limit(self) -> int:
+        """The most bytes ``include`` and the text formats of ``load`` read of one file (16 MB
+        unless set); a larger file is refused before it is read. Set it to bytes or a size such
+        as "64M" (None: the default)."""
+        return self._ctx.source_limit or DEFAULT_SOURCE_LIMIT
+
+    @source_limit.setter
+    def source_limit(self, size) -> None:
+        if size is not None:
+            if not isinstance(size, (int, str)) or isinstance(size, bool):
+                raise ValueError_(f"source_limit is a number of bytes or a size such as \"64M\" (or None), "
+                                  f"not {describe(size)}")
+            try:
+                size = parse_size(size)
+            except ValueError as e:
+                raise ValueError_(f"source_limit: {e}") from None
+        self._ctx.source_limit = size
 
     @contextlib.contextmanager
     def _entry_limits(self):

@@ -14,8 +14,10 @@ import autodsl
 from autodsl.cli import repl
 from autodsl.cli.params import parse_sets
 from autodsl.cli.progress import ClearingWriter, ProgressLine
+from autodsl.cli.script_input import read_script, read_stdin, refusal
 from autodsl.cli.source_arg import split_source
 from autodsl.core.limits import parse_size
+from autodsl.core.text_input import DEFAULT_SOURCE_LIMIT, TextInputError
 from autodsl.errors import DSLError
 from autodsl.session import Session
 
@@ -55,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "with K, M, G or T (512M, 2G; KiB, MiB, GiB: powers of 1024)")
     p.add_argument("--step-limit", type=_steps, default=None, metavar="N",
                    help="stop a script after N interpreter steps (statements, loop iterations, calls)")
+    p.add_argument("--source-limit", type=_size, default=DEFAULT_SOURCE_LIMIT, metavar="SIZE",
+                   help="refuse a script file, standard input or included file larger than SIZE "
+                        "(default: 16M), before reading it whole")
     p.add_argument("--no-history", action="store_true",
                    help="REPL: do not read or write the history file "
                         "($XDG_DATA_HOME/autodsl/history; AUTODSL_NO_HISTORY=1 does the same)")
@@ -96,20 +101,29 @@ def _flush_stdout() -> None:
         pass
 
 
-def _read(path: str, parser: argparse.ArgumentParser) -> str:
+def _read(path: str, parser: argparse.ArgumentParser, limit: int) -> str:
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
+        return read_script(path, limit)
+    except TextInputError as e:
+        parser.error(refusal(path, e))
     except FileNotFoundError:
         parser.error(f"cannot open {path}: no such file")
     except IsADirectoryError:
         parser.error(f"cannot open {path}: it is a directory")
     except PermissionError:
         parser.error(f"cannot open {path}: permission denied")
-    except UnicodeDecodeError:
-        parser.error(f"cannot read {path}: it is not UTF-8 text")
     except OSError as e:
         parser.error(f"cannot open {path}: {e.strerror or e}")
+    raise AssertionError("unreachable")
+
+
+def _stdin(parser: argparse.ArgumentParser, limit: int) -> str:
+    try:
+        return read_stdin(limit)
+    except TextInputError as e:
+        parser.error(refusal("standard input", e))
+    except OSError as e:
+        parser.error(f"cannot read standard input: {e.strerror or e}")
     raise AssertionError("unreachable")
 
 
@@ -159,14 +173,14 @@ def _main(argv) -> int:
         sources.append(("<string>", args.source))
     for path in args.files:
         if path == "-":                       # the usual spelling of standard input
-            sources.append(("<stdin>", sys.stdin.read() if sys.stdin is not None else ""))
+            sources.append(("<stdin>", _stdin(parser, args.source_limit)))
         else:
-            sources.append((path, _read(path, parser)))
+            sources.append((path, _read(path, parser, args.source_limit)))
 
     try:
         session = Session(device=args.device, dtype=args.dtype, trace=args.trace, anomaly=args.anomaly,
                           time_limit=args.time_limit, memory_limit=args.memory_limit,
-                          step_limit=args.step_limit)
+                          step_limit=args.step_limit, source_limit=args.source_limit)
         for name, value in variables.items():
             session[name] = value
     except DSLError as e:
@@ -176,7 +190,7 @@ def _main(argv) -> int:
     if sources:
         return _run_sources(session, sources)
     if sys.stdin is not None and not sys.stdin.isatty():
-        return _run_sources(session, [("<stdin>", sys.stdin.read())])
+        return _run_sources(session, [("<stdin>", _stdin(parser, args.source_limit))])
     rc = repl.main(session, history=not args.no_history)
     return int(rc or 0)
 

@@ -27,6 +27,8 @@ from autodsl import backend
 from autodsl.context import current
 from autodsl.core.journal import record_file
 from autodsl.core.tensor import Tensor
+from autodsl.core.text_input import DEFAULT_SOURCE_LIMIT, TextInputError
+from autodsl.core.text_input import read_text as bounded_text
 from autodsl.core.words import kind as value_kind
 from autodsl.errors import (
     DSLError,
@@ -135,12 +137,20 @@ def _open_error(fname: str, what: str, err: OSError) -> DSLError:
 
 
 def read_text(fname: str, what: str) -> str:
-    """The UTF-8 text of a file, with the language's errors (also ``include``'s reader)."""
+    """The UTF-8 text of a file, with the language's errors (also ``include``'s reader): at most
+    the run context's ``source_limit`` bytes (16 MB), refused before reading when the file is
+    larger, and at its first byte when it is not text (core/text_input.py)."""
+    limit = current().source_limit or DEFAULT_SOURCE_LIMIT
     try:
-        with open(fname, encoding="utf-8-sig") as f:
-            return f.read()
-    except UnicodeDecodeError:
-        raise ValueError_(f"{what}(): {_q(fname)} is not UTF-8 text") from None
+        with open(fname, "rb") as f:
+            return bounded_text(f, limit, bom=True)
+    except TextInputError as e:
+        if e.kind == "utf8":
+            raise ValueError_(f"{what}(): {_q(fname)} is not UTF-8 text ({e.detail})") from None
+        if e.kind == "large":
+            raise ValueError_(f"{what}(): {_q(fname)} {e.message}; raise the limit with "
+                              "Session(source_limit=...) or autodsl --source-limit SIZE") from None
+        raise ValueError_(f"{what}(): {_q(fname)} {e.message}") from None
     except OSError as e:
         raise _open_error(fname, what, e) from None
 
