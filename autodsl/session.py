@@ -121,6 +121,8 @@ class Session:
 
     @step_limit.setter
     def step_limit(self, steps) -> None:
+        if isinstance(steps, float) and steps.is_integer() and steps > 0:
+            steps = int(steps)          # (step_limit=1e6)
         if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0):
             raise ValueError_(f"step_limit is a positive whole number of steps (or None), not {describe(steps)}")
         self._limits = (self._limits[0], steps, self._limits[2])
@@ -133,6 +135,8 @@ class Session:
 
     @memory_limit.setter
     def memory_limit(self, size) -> None:
+        if isinstance(size, float) and size.is_integer() and size > 0:
+            size = int(size)            # (memory_limit=1e9)
         if size is not None:
             if not isinstance(size, (int, str)) or isinstance(size, bool):
                 raise ValueError_(f"memory_limit is a number of bytes or a size such as \"512M\" (or None), "

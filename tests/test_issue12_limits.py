@@ -225,6 +225,8 @@ def test_memory_limit_spellings():
     assert Session(memory_limit="2G").memory_limit == 2_000_000_000
     assert Session(memory_limit="64KiB").memory_limit == 65_536
     assert Session(memory_limit=12345).memory_limit == 12345
+    assert Session(memory_limit=1e9).memory_limit == 10**9
+    assert Session(step_limit=1e6).step_limit == 10**6
     assert parse_size("1.5GB") == 1_500_000_000 and format_size(8 * 10**12) == "8.0 TB"
     for bad in ("lots", "-1", "0", "5X", True, 1.5):
         with pytest.raises(autodsl.ValueError_, match="memory_limit"):
