@@ -17,7 +17,7 @@ from autodsl.errors import DTypeError, IndexError_, ShapeError, TypeError_, Valu
 from autodsl.ops.elementwise import where
 from autodsl.ops.formula import define
 from autodsl.ops.inplace import inplace
-from autodsl.ops.movement import _dim, _Raw, getitem, index_put
+from autodsl.ops.movement import _dim, _Raw, expand, getitem, index_put
 from autodsl.ops.registry import Op, apply, defop, to_op
 
 __all__ = ["along_key", "check_index", "gather", "index_select", "masked_fill", "scatter", "scatter_add"]
@@ -307,13 +307,30 @@ def index_select(input, dim, index):
 
 def masked_fill(input, mask, value):
     """A copy of ``input`` with ``value`` (a number or a 0-d tensor, converted to input's dtype)
-    where the bool ``mask`` (broadcastable to input's shape) is true. Gradients: grad where the
-    mask is false to ``input``; the sum of grad where it is true to a tensor ``value``.
-    Raises DTypeError (mask not bool), ShapeError (mask does not broadcast, value not 0-d).
+    where the bool ``mask`` is true. ``input`` and ``mask`` broadcast together, as in torch's
+    out-of-place masked_fill (the result has their broadcast shape; ``x.masked_fill_`` needs a
+    mask that broadcasts to x's shape). Gradients: grad where the mask is false to ``input``
+    (summed back over the broadcast dims); the sum of grad where it is true to a tensor ``value``.
+    Raises DTypeError (mask not bool), ShapeError (shapes do not broadcast, value not 0-d).
     Example: ``masked_fill(x, x < 0, 0.0)``
     """
     x = as_tensor(input)
     m = as_tensor(mask)
+    shape = _broadcast_or_none(m.shape, x.shape)
+    if shape is not None and shape != x.shape:
+        x = expand(x, shape)        # torch: expand_outplace(mask, self), then a masked_fill_
+    return _masked_fill(x, m, value)
+
+
+def _broadcast_or_none(a, b):
+    try:
+        return backend.broadcast_shapes(a, b)
+    except ValueError:      # NumPy's; MaskedFill says it in the language's words
+        return None
+
+
+def _masked_fill(x, m, value):
+    """``x`` with ``value`` where the mask ``m`` (broadcastable to x's shape) is true."""
     if isinstance(value, Tensor):
         if value.dtype is not x.dtype and value.dtype.is_floating:
             value = to_op(value, dtype=x.dtype)     # the gradient comes back in value's dtype
@@ -342,7 +359,8 @@ def scatter_add_(self, dim, index, src):
 def masked_fill_(self, mask, value):
     """``x.masked_fill_(mask, value)``: ``masked_fill`` written into x; returns x."""
     vs = (value,) if isinstance(value, Tensor) else ()
-    return inplace(lambda t, *v: masked_fill(t, mask, v[0] if v else value), self, *vs, what="masked_fill_")
+    m = as_tensor(mask)
+    return inplace(lambda t, *v: _masked_fill(t, m, v[0] if v else value), self, *vs, what="masked_fill_")
 
 
 def index_put_(self, indices, values, accumulate=False):
