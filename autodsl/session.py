@@ -96,6 +96,7 @@ class Session:
         self._builtins = make_builtins(lambda: self.out, lambda: self._interp)
         self._interp = Interpreter(self.namespace, self._builtins, echo=self._echo)
         self._limits = (None, None, None)       # (time, steps, memory): see _entry_limits
+        self._held = None       # the memory limit's last estimate of what the session holds
         self.time_limit = time_limit
         self.step_limit = step_limit
         self.memory_limit = memory_limit
@@ -176,11 +177,14 @@ class Session:
             return
         ctx, interp = self._ctx, self._interp
         saved = ctx.limits, interp.limits
-        ctx.limits = interp.limits = Limits(time_limit, step_limit, memory_limit, count=self._held_bytes)
+        lim = ctx.limits = interp.limits = Limits(time_limit, step_limit, memory_limit,
+                                                  count=self._held_bytes, held=self._held)
         try:
             yield
         finally:
             ctx.limits, interp.limits = saved
+            if lim.held is not None:    # the next entry starts from this estimate (no count)
+                self._held = lim.held + lim.asked
 
     def _held_bytes(self) -> int:
         # what the memory limit counts: the values of the session's variables and of the

@@ -152,6 +152,17 @@ def test_memory_limit_counts_what_the_session_holds():
     assert float(s["y"].sum().item()) == 1e5
 
 
+def test_memory_limit_counts_the_values_a_graph_saved_for_backward():
+    s = Session(memory_limit="200M")
+    # each y * w saves y (8 MB) for backward: only the graph holds them, not a variable
+    e = _limit_error(s, "w = ones([10^6], requires_grad=true)\ny = w\nfor i in range(1000) { y = y * w }")
+    assert "mul's result would need 8.0 MB" in e.message and "already holds about" in e.message
+    assert 10 < s["i"] < 30
+    s.run("y.sum().backward()")                # what was made is still there and differentiable
+    assert s["w"].grad.shape == (10**6,)
+    s.run("y = none\nw.grad = none\nz = ones([10^6]) * 2")   # the graph is gone with y
+
+
 def test_memory_limit_stops_string_doubling_early():
     s = Session(memory_limit="10M")
     e = _limit_error(s, 's = "ab"\nfor i in range(40) { s = s + s }')

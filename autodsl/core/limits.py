@@ -42,6 +42,7 @@ import time
 
 from autodsl import names
 from autodsl.context import current, current_or_none
+from autodsl.core.node import AccumulateGrad, Node, SavedOutput, SavedTensor
 from autodsl.errors import LimitError
 
 __all__ = [
@@ -130,9 +131,10 @@ class Limits:
     * ``step_limit``: interpreter steps (statements, loop iterations, calls), or None;
       ``steps`` counts them.
     * ``memory_limit``: bytes of tensor storage (and strings, lists) the session may hold, or
-      None; ``held`` is the last count of what it holds (None: not counted yet), ``asked``
-      the bytes allocations asked for since, ``count`` a callable giving the count
-      (``held_bytes`` over the session's variables).
+      None; ``held`` is the last count of what it holds (None: not counted yet; a session
+      passes on its previous entry's, so that entering costs no count), ``asked`` the bytes
+      allocations asked for since, ``count`` a callable giving the count (``held_bytes`` over
+      the session's variables).
     """
 
     __slots__ = (
@@ -146,13 +148,13 @@ class Limits:
         "time_limit",
     )
 
-    def __init__(self, time_limit=None, step_limit=None, memory_limit=None, count=None):
+    def __init__(self, time_limit=None, step_limit=None, memory_limit=None, count=None, held=None):
         self.time_limit = time_limit
         self.deadline = None if time_limit is None else time.monotonic() + time_limit
         self.step_limit = step_limit
         self.steps = 0
         self.memory_limit = memory_limit
-        self.held = None
+        self.held = held
         self.asked = 0
         self.count = count
 
@@ -254,36 +256,52 @@ def memory_error(e: MemoryError, what: str | None = None) -> LimitError:
 
 def held_bytes(roots) -> int:
     """About how many bytes the values in ``roots`` hold: each tensor's storage once (a view
-    counts its base), its gradient, strings, and lists, tuples and dicts with what they hold.
-    Graph nodes and functions are not followed."""
+    counts its base), its gradient and the graph that made it (the values its nodes saved for
+    backward), strings, and lists, tuples and dicts with what they hold. Functions are not
+    followed."""
     tensor_types = names.TENSOR_TYPES       # (core.tensor registers Tensor there; it imports this module)
     seen: set = set()
     total = 0
+
+    def storage(a) -> int:
+        while getattr(a, "base", None) is not None and hasattr(a.base, "nbytes"):
+            a = a.base              # a NumPy view: the array that owns the memory
+        if id(a) in seen:
+            return 0
+        seen.add(id(a))
+        return int(getattr(a, "nbytes", 0))
+
     stack = list(roots)
     while stack:
         v = stack.pop()
+        if v is None or id(v) in seen:
+            continue
         if isinstance(v, tensor_types):
-            if id(v) in seen:
-                continue
             seen.add(id(v))
-            a = v._data if v._base is None else v._base._data
-            while getattr(a, "base", None) is not None and hasattr(a.base, "nbytes"):
-                a = a.base          # a NumPy view: the array that owns the memory
-            if id(a) not in seen:
-                seen.add(id(a))
-                total += int(getattr(a, "nbytes", 0))
-            if v._grad is not None:
-                stack.append(v._grad)
+            total += storage(v._data if v._base is None else v._base._data)
+            stack.append(v._grad)
+            stack.append(v.grad_fn)
+        elif isinstance(v, Node):
+            seen.add(id(v))
+            for saved in v._saved or ():
+                if isinstance(saved, SavedTensor):
+                    stack.append(saved.tensor)
+                elif isinstance(saved, SavedOutput):
+                    total += storage(saved.data)
+            for a in getattr(v, "_consts", None) or ():
+                if a is not None:
+                    total += storage(a)
+            stack.extend(v.next_edges or ())
+            if isinstance(v, AccumulateGrad):
+                stack.append(v.variable)
         elif isinstance(v, str):
-            if id(v) not in seen:
-                seen.add(id(v))
-                total += sys.getsizeof(v)
+            seen.add(id(v))
+            total += sys.getsizeof(v)
         elif isinstance(v, (list, tuple)):
-            if id(v) not in seen:
-                seen.add(id(v))
-                total += sys.getsizeof(v)
-                stack.extend(v)
-        elif isinstance(v, dict) and id(v) not in seen:
+            seen.add(id(v))
+            total += sys.getsizeof(v)
+            stack.extend(v)
+        elif isinstance(v, dict):
             seen.add(id(v))
             total += sys.getsizeof(v)
             stack.extend(v.values())
