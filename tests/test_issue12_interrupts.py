@@ -51,6 +51,8 @@ def _interrupt(source: str, after: float = 2.0, bound: float = 15.0):
     "print(ones([1]).expand([10^12]).sum())",                  # 10^12 additions in one call: minutes
     "x = ones([1], requires_grad=true)\nprint(x.expand([10^12]).mean())",
     "print(amax(ones([1, 1]).expand([10^6, 10^6])))",
+    "print(ones([1, 1]).expand([10^6, 10^6]).max(dim=1).indices[0])",
+    "print(zeros([1], dtype=bool).expand([10^12]).any())",
     # stride-0 operands are not BLAS's: NumPy's own loop takes minutes for 2 * 10^11 multiply-adds
     "a = ones([1, 1]).expand([6000, 6000])\nprint((a @ a).sum())",
 ])
@@ -112,6 +114,36 @@ def test_pieced_sum_of_ints_bools_and_float32(small_pieces):
     got = ad.sum(ad.tensor(f), dim=1)
     assert got.dtype == ad.float32
     np.testing.assert_allclose(got.numpy(), f.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+def test_a_time_limit_stops_a_long_op():
+    """The time limit is checked between the pieces (core/limits.poll), off the main thread too."""
+    s = ad.Session(time_limit=1.0)
+    started = time.monotonic()
+    with pytest.raises(ad.errors.LimitError, match="time limit"):
+        s.run("y = ones([1]).expand([10^12]).sum()")
+    assert time.monotonic() - started < 15
+    assert s.run("1 + 1") == 2                 # still usable
+
+
+def test_pieced_any_all_and_max_with_dim(small_pieces):
+    rng = np.random.default_rng(4)
+    a = rng.integers(0, 4, (9, 13, 7)).astype(np.float64)
+    a[2, 3, 4] = a[5, 1, 2] = a[5, 7, 2] = np.nan
+    x = ad.tensor(a)
+    for dim in (None, 0, 1, [0, 2], -1):
+        assert np.array_equal(ad.any(x > 2, dim=dim).numpy(), np.any(a > 2, axis=_np_axis(dim)))
+        assert np.array_equal(ad.all(x < 3, dim=dim).numpy(), np.all(a < 3, axis=_np_axis(dim)))
+    for d in (0, 1, 2):
+        for pick, arg in ((ad.max, np.argmax), (ad.min, np.argmin)):
+            r = pick(x, dim=d)
+            assert np.array_equal(r.indices.numpy(), arg(a, axis=d))      # the first extreme, nan first
+            picked = np.take_along_axis(a, np.expand_dims(arg(a, axis=d), d), axis=d).squeeze(d)
+            assert np.array_equal(r.values.numpy(), picked, equal_nan=True)
+
+
+def _np_axis(dim):
+    return tuple(dim) if isinstance(dim, list) else dim
 
 
 def test_pieced_max_keeps_nan(small_pieces):

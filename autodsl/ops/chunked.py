@@ -30,9 +30,9 @@ from autodsl import backend
 from autodsl.backend import kind_of, namespace_of
 from autodsl.core.limits import poll
 
-__all__ = ["LARGE", "MATMUL_PIECE", "PIECE", "abs_pow_sum", "amax", "amin", "blocks", "log_softmax",
-           "logsumexp", "matmul", "may_be_large", "mean", "pointwise", "prod", "softmax", "sum",
-           "sum_sq", "var"]
+__all__ = ["LARGE", "MATMUL_PIECE", "PIECE", "abs_pow_sum", "amax", "amin", "arg_extreme", "blocks",
+           "log_softmax", "logsumexp", "matmul", "may_be_large", "mean", "pointwise", "prod",
+           "reduce_all", "reduce_any", "softmax", "sum", "sum_sq", "var"]
 
 # Work (elements visited) above which an op is split; 2**24 float64 elements take tens of
 # milliseconds, so the unsplit ops all end well within a second.
@@ -141,6 +141,48 @@ def amin(a, axes, keepdim):
     """``min`` over axes in pieces."""
     xp = namespace_of(a)
     return _reduce(a, axes, keepdim, lambda blk, _: xp.min(blk, axis=axes, keepdims=True), xp.minimum)
+
+
+def reduce_any(a, axes, keepdim):
+    """``any`` over axes in pieces."""
+    xp = namespace_of(a)
+    return _reduce(a, axes, keepdim, lambda blk, _: xp.any(blk, axis=axes, keepdims=True), xp.logical_or)
+
+
+def reduce_all(a, axes, keepdim):
+    """``all`` over axes in pieces."""
+    xp = namespace_of(a)
+    return _reduce(a, axes, keepdim, lambda blk, _: xp.all(blk, axis=axes, keepdims=True), xp.logical_and)
+
+
+def arg_extreme(a, axis, pick):
+    """``argmax`` (``pick`` "max") or ``argmin`` along ``axis`` with keepdims, in pieces: the
+    first index of the extreme, as one call gives (a nan counts as the extreme, its first one)."""
+    xp = namespace_of(a)
+    kshape = tuple(1 if i == axis else n for i, n in enumerate(a.shape))
+    value = index = None
+    better = xp.greater if pick == "max" else xp.less
+    floating = kind_of(a.dtype) == "f"
+    for idx, coords in blocks(a.shape, PIECE):
+        poll()
+        blk = a[idx]
+        oidx = tuple(slice(None) if i == axis else sl for i, sl in enumerate(idx))
+        bi = (xp.argmax if pick == "max" else xp.argmin)(blk, axis=axis, keepdims=True)
+        bv = xp.take_along_axis(blk, bi, axis=axis)
+        bi = xp.astype(bi, xp.int64) + coords[axis]
+        if value is None:
+            value, index = xp.empty(kshape, dtype=a.dtype), xp.empty(kshape, dtype=xp.int64)
+        if coords[axis] == 0:
+            value[oidx], index[oidx] = bv, bi
+            continue
+        v = value[oidx]
+        take = better(bv, v)
+        if floating:                    # a nan wins over numbers, and the first nan stays
+            take = xp.logical_or(take, xp.logical_and(xp.isnan(bv), xp.logical_not(xp.isnan(v))))
+            take = xp.logical_and(take, xp.logical_not(xp.isnan(v)))
+        value[oidx] = xp.where(take, bv, v)
+        index[oidx] = xp.where(take, bi, index[oidx])
+    return index
 
 
 def sum_sq(a, axes, keepdim):

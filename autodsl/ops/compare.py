@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from autodsl.backend import namespace_of
+from autodsl.ops import chunked
 from autodsl.ops.registry import Op, apply, defop
 
 __all__ = ["lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_not", "any", "all"]
@@ -45,6 +46,9 @@ class _Test(Op):
 
     def forward(self, a, dim=None, keepdim=False):
         axes = None if dim is None else tuple(dim) if isinstance(dim, (list, tuple)) else (dim,)
+        if a.size > chunked.LARGE:          # long: in pieces, so that an interrupt lands
+            every = tuple(range(a.ndim)) if axes is None else tuple(sorted({d % a.ndim for d in axes}))
+            return (chunked.reduce_any if self.fn == "any" else chunked.reduce_all)(a, every, keepdim)
         return getattr(namespace_of(a), self.fn)(a, axis=axes, keepdims=keepdim)
 
 

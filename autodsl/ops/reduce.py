@@ -296,7 +296,10 @@ def _extreme_dim(pick, input, dim, keepdim, as_dim=False):
                           f"in PyTorch: for the elementwise {pick}imum write {pick}(x, {float(dim)})") from None
     if a.size == 0:
         empty_reduction(pick, a.shape, (d,), dim)
-    idx = (xp.argmax if pick == "max" else xp.argmin)(src, axis=d, keepdims=True)   # first extreme
+    if src.size > chunked.LARGE:          # long: in pieces, so that an interrupt lands
+        idx = chunked.arg_extreme(src, d, pick)
+    else:
+        idx = (xp.argmax if pick == "max" else xp.argmin)(src, axis=d, keepdims=True)   # first extreme
     key = tuple(idx if i == d else xp.reshape(xp.arange(n), tuple(n if j == i else 1 for j in range(src.ndim)))
                 for i, n in enumerate(src.shape))
     if a.ndim == 0:
