@@ -22,10 +22,11 @@ What each limit counts:
   the limit fails at once, with its size. Else
   the bytes asked for since the last count are added to the last count of what the
   session holds; when that sum would pass the limit, the session's data is counted
-  again (``held_bytes``: the storage of the tensors, their gradients, strings and lists
-  reachable from its variables, each storage once) and the allocation fails if it still
-  would. Storage that only a graph's saved values or a running function's callers hold is
-  not counted; the time and step limits bound that.
+  again (``held_bytes``: the storage of the tensors, their gradients, the values their
+  graphs saved for backward, strings and lists reachable from its variables, each storage
+  once) and the allocation fails if it still would. What only a running function's callers
+  hold, temporaries inside one op and a backward pass's gradients are not counted; the time
+  and step limits bound those.
 
 Without a memory limit the same checks refuse an allocation larger than the machine's
 memory, or from ``BIG_ALLOCATION`` up one larger than the memory free now, at once and with
