@@ -264,7 +264,10 @@ class Session:
 
     # -- running ---------------------------------------------------------------
     def parse(self, source: str, filename: str = "<string>") -> A.Program:
-        """Parse without running (raises ParseError)."""
+        """Parse without running (raises ParseError; TypeError_ when ``source`` is not a string)."""
+        if not isinstance(source, str):
+            hint = " (decode bytes first: source.decode())" if isinstance(source, (bytes, bytearray)) else ""
+            raise TypeError_(f"the source to run is a string of the language's code, not {describe(source)}{hint}")
         with use(self._ctx):
             return parse(source, filename)
 

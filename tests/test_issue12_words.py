@@ -125,6 +125,33 @@ def test_from_python_the_same_words_and_a_dsl_error():
         ad.tensor([True]) - ad.tensor([True])
 
 
+class _Opaque:
+    """A host object the language has no word for."""
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: ad.Session().run(None), ad.TypeError_, ["a string", "not none"]),
+    (lambda: ad.Session().run(b"1 + 1"), ad.TypeError_, ["not bytes", "decode"]),
+    (lambda: ad.grad(1, 2), ad.TypeError_, ["a number"]),
+    (lambda: ad.grad(ad.tensor([1.0], requires_grad=True).sum(), None), ad.TypeError_, ["not none"]),
+    (lambda: ad.zeros(_Opaque()), ad.TypeError_, ["whole number"]),
+    (lambda: ad.linspace("a", 1, 3), ad.TypeError_, ["start", "a string"]),
+    (lambda: ad.linspace(0, 1, 2.5), ad.TypeError_, ["steps", "2.5"]),
+    (lambda: ad.tensor(np.array(["a"])), ad.DTypeError, ["text", "float64"]),
+    (lambda: ad.tensor(np.array([1 + 1j])), ad.DTypeError, ["complex numbers"]),
+    (lambda: ad.tensor([1.0]) + np.array(["a"]), ad.DTypeError, ["text"]),
+    (lambda: ad.tensor([1.0]).to(_Opaque()), ad.DeviceError, ["string", '"cpu"']),
+    (lambda: ad.tensor([1.0])[{}], ad.IndexError_, ["a dictionary"]),
+    (lambda: ad.exp(_Opaque()), ad.TypeError_, ["exp", "got a"]),
+])
+def test_from_python_bad_values_raise_dsl_errors_in_these_words(call, error, words):
+    with pytest.raises(error) as info:
+        call()
+    for w in words:
+        assert w in info.value.message, (w, info.value.message)
+    assert_plain(info.value)
+
+
 def test_numpy_on_a_tensor_says_what_to_write():
     e = error_of("x.numpy()")
     assert isinstance(e, ad.NameError_) and "x.tolist()" in e.message

@@ -129,7 +129,15 @@ def as_dtype(spec) -> DType:
                 return _int_of(npd)
             if npd.kind == "b":
                 return bool_
+            what = _ARRAY_KINDS.get(npd.kind, "values that are not numbers")
+            raise DTypeError(f"an array of {what} cannot be a tensor; a tensor holds one of "
+                             f"{', '.join(DTYPES)}")
     raise DTypeError(f"unknown dtype {spec!r}; use one of {', '.join(DTYPES)}")
+
+
+# what an array holds, by NumPy's dtype kind, for the dtypes a tensor cannot have
+_ARRAY_KINDS = {"U": "text", "S": "bytes", "c": "complex numbers", "O": "arbitrary Python values",
+                "M": "dates", "m": "time spans", "V": "records"}
 
 
 def _int_of(npd) -> DType:
@@ -378,7 +386,9 @@ def check_device(device) -> str:
     """Normalise a device name ("cpu", "cuda", "cuda:0") and check that it can be used."""
     if device is None:
         return get_default_device()
-    name = str(device).strip().lower()
+    if not isinstance(device, str):
+        raise DeviceError("a device is named by a string: \"cpu\" or \"cuda\" (or a tensor's .device)")
+    name = device.strip().lower()
     if name == "cpu":
         return "cpu"
     if name in ("cuda", "cuda:0", "gpu"):

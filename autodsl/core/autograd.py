@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from autodsl.core.engine import GraphTask
-from autodsl.errors import AutogradError
+from autodsl.errors import AutogradError, TypeError_
 from autodsl.core.tensor import Tensor, make_seeds
 from autodsl.core.words import kind as value_kind
 
@@ -20,12 +20,16 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     fields are not changed.
 
     Raises AutogradError when an input does not require grad, or is not used
-    by the outputs (unless ``allow_unused=true``, which gives none for it).
+    by the outputs (unless ``allow_unused=true``, which gives none for it); TypeError_ when
+    ``outputs`` or ``inputs`` is neither a tensor nor a list of them.
 
     Example: ``g = grad(y, x, create_graph=true)[0]``
     """
     if retain_graph is None:
         retain_graph = create_graph
+    if not isinstance(inputs, (Tensor, list, tuple)):
+        raise TypeError_(f"grad(): the inputs must be a tensor or a list of tensors, not {value_kind(inputs)}; "
+                         "for example grad(y, [w, b])")
     inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
     if not inputs:
         raise AutogradError("grad() needs at least one input to differentiate with respect to")

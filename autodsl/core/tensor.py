@@ -430,6 +430,8 @@ def make_seeds(tensors, grad_tensors, what: str):
     """
     if isinstance(tensors, Tensor):
         tensors = [tensors]
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError_(f"{what} needs a tensor or a list of tensors as outputs, not {_kind(tensors)}")
     tensors = list(tensors)
     if grad_tensors is None:
         grad_tensors = [None] * len(tensors)

@@ -23,7 +23,8 @@ __all__ = ["kind", "plain", "shown", "type_words"]
 _TYPE_WORDS = {
     "NoneType": "none", "None": "none", "bool": "a boolean", "int": "a number", "float": "a number",
     "complex": "a complex number", "str": "a string", "list": "a list", "tuple": "a tuple",
-    "dict": "a dictionary", "range": "a range", "function": "a function",
+    "dict": "a dictionary", "range": "a range", "function": "a function", "bytes": "bytes",
+    "bytearray": "bytes",
     "builtin_function_or_method": "a function", "method": "a function", "UserFunction": "a function",
     "_Hook": "a function", "CompiledFunction": "a function", "partial": "a function",
     "Tensor": "a tensor", "ndarray": "a NumPy array", "slice": "a slice", "ellipsis": "`...`",
@@ -171,6 +172,10 @@ _RULES: list = [
     ((r"only integers, slices \(`:`\), ellipsis \(`...`\), numpy.newaxis \(`None`\) and integer or "
       r"boolean arrays are valid indices"),
      lambda m: "only integers, slices (`:`), `...`, none and int64 or bool tensors can index a tensor"),
+    (r"The DType <class 'numpy\.dtypes\.(\w+)DType'> could not be promoted by <class "
+     r"'numpy\.dtypes\.(\w+)DType'>.*",
+     lambda m: f"{_dtype_words(m.group(1))} and {_dtype_words(m.group(2))} cannot be combined in one "
+               "tensor; give numbers only"),
     (r"Cannot interpret '(.*)' as a data type", lambda m: f"{m.group(1)} is not a dtype"),
     (r"Maximum allowed dimension exceeded|maximum supported dimension for an ndarray is.*",
      lambda m: "too many dimensions (at most 64)"),
@@ -193,6 +198,16 @@ _SCRUB = [
     (re.compile(r"\bufunc '(\w+)'"), lambda m: m.group(1)),
     (re.compile(r"\bTraceback\b.*", re.DOTALL), lambda m: ""),
 ]
+
+
+def _dtype_words(name: str) -> str:
+    """NumPy's DType class name (``Str``, ``Float64``, ``_PyFloat``) in the language's words."""
+    low = name.lower()
+    if low in ("str", "bytes", "unicode"):
+        return "a string"
+    if low.startswith("_py") or low == "object":
+        return "a number" if low in ("_pyfloat", "_pyint", "_pylong", "_pycomplex") else "a value"
+    return low
 
 
 def _names(text: str) -> str:

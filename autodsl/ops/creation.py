@@ -68,7 +68,9 @@ def _size(size):
     for n in size:
         if isinstance(n, Tensor):
             n = n.item()
-        if isinstance(n, bool) or not float(n).is_integer() or n < 0:
+        if isinstance(n, bool) or not isinstance(n, (*backend.HOST_INT, *backend.HOST_FLOAT)):
+            raise TypeError_(f"a size must be a whole number, not {kind(n)}; for example zeros([2, 3])")
+        if not float(n).is_integer() or n < 0:
             raise ShapeError(f"a size must be a non-negative integer, not {shown(n)}")
         out.append(int(n))
     return tuple(out)
@@ -190,11 +192,11 @@ def _need_float(dt, name):
         raise DTypeError(f"{name} makes floating-point numbers; use dtype=float32 or float64")
 
 
-def _arange_number(name, v):
+def _number_arg(fn, name, v, example):
     if isinstance(v, Tensor) and v.ndim == 0:
         v = v.item()
     if not isinstance(v, (*backend.HOST_BOOL, *backend.HOST_INT, *backend.HOST_FLOAT)):
-        raise TypeError_(f"arange: {name} must be a number, not {kind(v)}; for example arange(0, 1, 0.25)")
+        raise TypeError_(f"{fn}: {name} must be a number, not {kind(v)}; for example {example}")
     return v
 
 
@@ -207,7 +209,8 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     device = backend.check_device(device)
     if end is None:
         start, end = 0, start
-    start, end, step = (_arange_number(n, v) for n, v in (("start", start), ("end", end), ("step", step)))
+    start, end, step = (_number_arg("arange", n, v, "arange(0, 1, 0.25)")
+                        for n, v in (("start", start), ("end", end), ("step", step)))
     if step == 0:
         raise ValueError_("arange: step must not be 0")
     if dtype is None:
@@ -220,8 +223,15 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
-    """``steps`` evenly spaced values from start to end, both included. Example: ``linspace(0, 1, 5)``"""
+    """``steps`` evenly spaced values from start to end, both included. Example: ``linspace(0, 1, 5)``
+
+    Raises TypeError_ for a start or end that is not a number or steps that is not a whole number,
+    ValueError_ for negative steps."""
     device = backend.check_device(device)
+    start, end = (_number_arg("linspace", n, v, "linspace(0, 1, 5)") for n, v in (("start", start), ("end", end)))
+    if isinstance(steps, bool) or not isinstance(steps, backend.HOST_INT):     # torch: steps is an int
+        raise TypeError_(f"linspace: steps must be a whole number, not {shown(steps)}; for example "
+                         "linspace(0, 1, 5)")
     steps = int(steps)
     if steps < 0:
         raise ValueError_("linspace: steps must be non-negative")
