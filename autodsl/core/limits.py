@@ -284,7 +284,7 @@ def held_bytes(roots) -> int:
             stack.append(v.grad_fn)
         elif isinstance(v, Node):
             seen.add(id(v))
-            for saved in v._saved or ():
+            for saved in getattr(v, "_saved", None) or ():     # (a node made outside apply may lack it)
                 if isinstance(saved, SavedTensor):
                     stack.append(saved.tensor)
                 elif isinstance(saved, SavedOutput):
@@ -292,7 +292,7 @@ def held_bytes(roots) -> int:
             for a in getattr(v, "_consts", None) or ():
                 if a is not None:
                     total += storage(a)
-            stack.extend(v.next_edges or ())
+            stack.extend(getattr(v, "next_edges", None) or ())
             if isinstance(v, AccumulateGrad):
                 stack.append(v.variable)
         elif isinstance(v, str):
