@@ -163,6 +163,17 @@ def test_memory_limit_counts_the_values_a_graph_saved_for_backward():
     s.run("y = none\nw.grad = none\nz = ones([10^6]) * 2")   # the graph is gone with y
 
 
+def test_held_bytes_counts_each_storage_once():
+    from autodsl.core.limits import held_bytes
+    s = Session(echo=False)
+    s.run("w = ones([1000], requires_grad=true)\ny = (w * w).exp()\nv = y[0:10]\nd = w.detach()\n"
+          "e = w.expand([5, 1000])\nl = [y, y, \"abc\"]\ny.sum().backward()")
+    # w, w.grad and y: 8000 bytes each; views, detached aliases, the list's repeats and exp's
+    # saved output (y's own storage) add nothing but the list and the string themselves
+    n = held_bytes(s.namespace.values())
+    assert 24_000 <= n < 24_000 + 1_000
+
+
 def test_memory_limit_stops_string_doubling_early():
     s = Session(memory_limit="10M")
     e = _limit_error(s, 's = "ab"\nfor i in range(40) { s = s + s }')
