@@ -172,8 +172,8 @@ _RULES: list = [
     ((r"only integers, slices \(`:`\), ellipsis \(`...`\), numpy.newaxis \(`None`\) and integer or "
       r"boolean arrays are valid indices"),
      lambda m: "only integers, slices (`:`), `...`, none and int64 or bool tensors can index a tensor"),
-    (r"The DType <class 'numpy\.dtypes\.(\w+)DType'> could not be promoted by <class "
-     r"'numpy\.dtypes\.(\w+)DType'>.*",
+    ((r"The DType <class 'numpy\.dtypes\.(\w+)DType'> could not be promoted by <class "
+      r"'numpy\.dtypes\.(\w+)DType'>.*"),
      lambda m: f"{_dtype_words(m.group(1))} and {_dtype_words(m.group(2))} cannot be combined in one "
                "tensor; give numbers only"),
     (r"Cannot interpret '(.*)' as a data type", lambda m: f"{m.group(1)} is not a dtype"),
