@@ -152,6 +152,28 @@ def test_from_python_bad_values_raise_dsl_errors_in_these_words(call, error, wor
     assert_plain(info.value)
 
 
+@pytest.mark.parametrize("command", [":info n", ":graph n", ":dot n", ":step n", ":why n", ":info none",
+                                     ":check y n", ":graph f"])
+def test_repl_commands_given_the_wrong_kind_of_value_say_so_in_these_words(command):
+    from autodsl.cli.repl import Repl
+    out = io.StringIO()
+    repl = Repl(ad.Session(out=out), out=out)
+    for line in ("x = tensor([1.0, 2.0], requires_grad=true)", "y = (x * x).sum()", "n = 3",
+                 "def f(a) { return a }"):
+        repl.handle(line)
+    out.seek(0)
+    out.truncate()
+    repl.handle(command)
+    text = out.getvalue()
+    assert text.strip() and not [w for w in PYTHON_WORDS if w in text], text
+    assert any(w in text for w in ("a number", "none", "a function", "the number 3")), text
+
+
+def test_none_where_a_tensor_is_expected_says_where_none_comes_from():
+    e = error_of("exp(x.grad)")
+    assert "got none" in e.message and ".grad" in e.message and "backward" in e.message
+
+
 def test_numpy_on_a_tensor_says_what_to_write():
     e = error_of("x.numpy()")
     assert isinstance(e, ad.NameError_) and "x.tolist()" in e.message

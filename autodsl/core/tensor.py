@@ -605,7 +605,9 @@ def as_tensor(value, like: Tensor | None = None) -> Tensor:
     elif backend.is_host_array(value):
         return Tensor(backend.asarray(value, backend.as_dtype(value.dtype), device), _device=device)
     else:
-        raise TypeError_(f"expected a tensor, a number or a list of numbers, got {_kind(value)}")
+        hint = (" (`.grad` is none until backward has run, and a function without `return` gives none)"
+                if value is None else "")
+        raise TypeError_(f"expected a tensor, a number or a list of numbers, got {_kind(value)}{hint}")
     return Tensor(backend.asarray(value, dt, device), _device=device)
 
 
