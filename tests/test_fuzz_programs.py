@@ -11,7 +11,9 @@ top-level statements one by one in one session, as the REPL does):
   does not know into ``RuntimeError_("internal error (...)")``; that is a bug here;
 * carries a script position (file, line and column) and renders without a traceback;
 
-and the program ends in bounded time and memory (the generators keep loops and sizes small;
+afterwards the host's calls into the session (showing each value, calling each script
+function, backward on each tensor, which runs its hooks) raise only DSLErrors too; and the
+program ends in bounded time and memory (the generators keep loops and sizes small;
 a generous wall-clock bound catches a hang, and the process's peak memory may not grow by
 more than ``_MAX_GROWTH``). Where ``Session`` takes resource limits, each program runs under
 a step, time and memory limit, and a ``LimitError`` is a fine outcome.
@@ -67,6 +69,31 @@ def _run_one(s: autodsl.Session, source: str, whole: str) -> None:
         assert "Traceback" not in text
 
 
+_PYTHON_VALUES = (int, float, str, list, tuple, range, type(None))
+
+
+def _host_calls(s: autodsl.Session, source: str) -> None:
+    """What a host program does with a session's values afterwards: show each one, call each
+    script function, run backward on each tensor that requires grad (its hooks run). Each
+    may fail only with a DSLError."""
+    for name, value in s.bindings().items():
+        if not isinstance(value, _PYTHON_VALUES):      # Python's own str() is not autodsl's
+            str(value)
+            repr(value)
+        calls = []
+        if callable(value) and not isinstance(value, type):
+            calls = [lambda f=value: f(autodsl.tensor([1.0, -2.0], requires_grad=True)), value]
+        elif isinstance(value, autodsl.Tensor) and value.requires_grad:
+            calls = [lambda v=value: v.sum().backward()]
+        for call in calls:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    call()
+            except DSLError as e:
+                assert "internal error" not in e.message, f"internal fault in {name} after {source!r}: {e}"
+
+
 def check_program(source: str, pieces=()) -> None:
     """Run ``source`` in one session, then each of ``pieces`` in turn in another (as a REPL
     would: an error in one does not stop the next); fail on anything but well-formed
@@ -74,6 +101,7 @@ def check_program(source: str, pieces=()) -> None:
     start = time.monotonic()
     s = _session()
     _run_one(s, source, source)
+    _host_calls(s, source)
     s["x"] = 1                      # the session is still usable after an error
     assert s.run("x + 1") == 2
     s = _session()
