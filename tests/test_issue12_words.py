@@ -22,7 +22,7 @@ PYTHON_WORDS = ("object", "NoneType", "numpy", "ufunc", "tuple", "iterable", "dt
                 "'int'", "'float'", "'str'", "'list'", " not int", " not float", " not str",
                 # Python class names of autodsl's own results
                 "a Why", "a DType", "RemovableHandle", "MinMaxResult", "an Explanation", "CheckResult",
-                "BackwardStepper", "a Graph", "an Info", "a Plot")
+                "BackwardStepper", "a Graph", "an Info", "a Plot", "True", "False", "None")
 
 SETUP = ("x = tensor([1.0, 2.0, 3.0])\nm = tensor([[1.0, 2.0], [3.0, 4.0]])\nb = tensor([true, false])\n"
          "def f(a) { return a }\n")
@@ -239,6 +239,8 @@ TABLE = [
     "int64 + 1", "float32(1)", "w = tensor([1.0], requires_grad=true); h = w.register_hook(f); h + 1",
     "w = tensor([1.0], requires_grad=true); (w * x).grad_fn.next_functions + 1",
     "w = tensor([1.0], requires_grad=true); (w * x).grad_fn.next_functions[5]",
+    # values written as the script writes them (true, none), not as Python does (True, None)
+    "range(true)", "w = tensor([1.0], requires_grad=true); graph(w * 2, max_nodes=none)",
 ]
 
 

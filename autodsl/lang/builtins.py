@@ -30,6 +30,7 @@ from autodsl.core.display import format_value
 from autodsl.core.tensor import Tensor
 from autodsl.lang.include import make_include
 from autodsl.lang.values import describe
+from autodsl.core.words import shown
 
 __all__ = ["LANGUAGE_BUILTINS", "core_functions", "make_builtins"]
 
@@ -52,7 +53,7 @@ def _format(v) -> str:
 
 def _as_int(v, what: str) -> int:
     if isinstance(v, bool) or isinstance(v, float):
-        raise TypeError_(f"range() needs whole numbers, but the {what} is {v!r}")
+        raise TypeError_(f"range() needs whole numbers, but the {what} is {shown(v)}")
     try:
         return operator.index(v)
     except TypeError:

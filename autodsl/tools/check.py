@@ -40,7 +40,7 @@ from autodsl.core.autograd import grad
 from autodsl.core import replay
 from autodsl.context import current
 from autodsl.core.tensor import Tensor
-from autodsl.core.words import kind as value_kind, shown
+from autodsl.core.words import kind as value_kind, shown as value_shown
 
 __all__ = ["check", "gradcheck", "gradgradcheck", "CheckResult", "CheckRow"]
 
@@ -188,7 +188,7 @@ def _check_tolerances(eps, atol, rtol, what: str) -> tuple:
     except (TypeError, ValueError):
         raise TypeError_(f"{what}(): eps, atol and rtol must be numbers") from None
     if not eps > 0:
-        raise ValueError_(f"{what}(): eps must be a small positive number (1e-6 is usual), not {shown(eps)}")
+        raise ValueError_(f"{what}(): eps must be a small positive number (1e-6 is usual), not {value_shown(eps)}")
     if atol < 0 or rtol < 0:
         raise ValueError_(f"{what}(): atol and rtol must not be negative")
     return eps, atol, rtol

@@ -33,7 +33,7 @@ from autodsl.names import name_maps, user_names
 from autodsl.errors import RuntimeError_, TypeError_, ValueError_
 from autodsl.core.tensor import Tensor
 from autodsl.textfmt import format_array, format_number
-from autodsl.core.words import kind as value_kind
+from autodsl.core.words import kind as value_kind, shown as value_shown
 
 __all__ = ["graph", "dot", "Graph", "RENDER_FORMATS"]
 
@@ -231,7 +231,7 @@ def graph(x, names=None, max_nodes: int = 200) -> Graph:
     """
     _check_tensor(x, "graph")
     if isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer)) or max_nodes < 1:
-        raise ValueError_(f"graph(): max_nodes must be a whole number >= 1, got {max_nodes!r}")
+        raise ValueError_(f"graph(): max_nodes must be a whole number >= 1, got {value_shown(max_nodes)}")
     names = user_names(names)
     root, labels = _roots_and_labels(x, names)
     desc = _Describer(x, labels, names)
