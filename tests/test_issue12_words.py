@@ -241,6 +241,7 @@ TABLE = [
     "w = tensor([1.0], requires_grad=true); (w * x).grad_fn.next_functions[5]",
     # values written as the script writes them (true, none), not as Python does (True, None)
     "range(true)", "w = tensor([1.0], requires_grad=true); graph(w * 2, max_nodes=none)",
+    'f"{sort(x):.2f}"', 'format(max(m, 0), "d")',
 ]
 
 

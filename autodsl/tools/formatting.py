@@ -27,8 +27,8 @@ def _what(v) -> str:
     """value_kind's words, and the containers and functions format() also meets."""
     if isinstance(v, list):
         return "a list"
-    if isinstance(v, tuple):
-        return "a shape" if all(isinstance(d, int) for d in v) else "a tuple"
+    if type(v) is tuple:        # a (values, indices) pair and the like: value_kind names them
+        return "a shape" if all(isinstance(d, int) for d in v) else "a sequence"
     if callable(v) and not isinstance(v, Tensor):
         return "a function"
     return value_kind(v)
