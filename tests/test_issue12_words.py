@@ -174,6 +174,11 @@ def test_none_where_a_tensor_is_expected_says_where_none_comes_from():
     assert "got none" in e.message and ".grad" in e.message and "backward" in e.message
 
 
+def test_bool_arithmetic_inside_another_op_is_not_advised_as_xor():
+    e = error_of("cross_entropy(b, b)")
+    assert isinstance(e, ad.DTypeError) and "bool" in e.message and "xor" not in e.message
+
+
 def test_numpy_on_a_tensor_says_what_to_write():
     e = error_of("x.numpy()")
     assert isinstance(e, ad.NameError_) and "x.tolist()" in e.message
@@ -242,6 +247,9 @@ TABLE = [
     # values written as the script writes them (true, none), not as Python does (True, None)
     "range(true)", "w = tensor([1.0], requires_grad=true); graph(w * 2, max_nodes=none)",
     'f"{sort(x):.2f}"', 'format(max(m, 0), "d")',
+    # NumPy's words from inside an op's forward, from index arrays and from integer casts
+    "cross_entropy(b, b)", "m[[0, 1], [0, 1, 0]]", "x[2^70]", "x[-2^70] = 1",
+    "tensor([1.0]).to(int32) + 2^40",
 ]
 
 

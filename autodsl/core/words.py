@@ -177,6 +177,9 @@ _RULES: list = [
      lambda m: f"{_dtype_words(m.group(1))} and {_dtype_words(m.group(2))} cannot be combined in one "
                "tensor; give numbers only"),
     (r"Cannot interpret '(.*)' as a data type", lambda m: f"{m.group(1)} is not a dtype"),
+    (r"Python integer (-?\d+) out of bounds for (\w+)", lambda m: f"{m.group(1)} is outside {m.group(2)}'s range"),
+    (r"shape mismatch: indexing arrays could not be broadcast together with shapes (.*)",
+     lambda m: f"the index lists or tensors have shapes {m.group(1).strip()}, which do not broadcast together"),
     (r"Maximum allowed dimension exceeded|maximum supported dimension for an ndarray is.*",
      lambda m: "too many dimensions (at most 64)"),
     (r"array is too big; `arr.size \* arr.dtype.itemsize` is larger than the maximum possible size\.?",

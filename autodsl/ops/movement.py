@@ -203,6 +203,8 @@ def _key_arrays(key):
             raise IndexError_("true/false cannot index a tensor; use an integer, a slice or a bool tensor")
         elif isinstance(k, float):
             raise IndexError_(f"an index must be an integer, not {shown(k)}")
+        elif isinstance(k, int) and not -2 ** 63 <= k < 2 ** 63:
+            raise IndexError_(f"index {k} is out of range: no tensor has a dim that long")
         elif not isinstance(k, (int, slice, list)) and k is not None and k is not Ellipsis \
                 and not backend.is_host_array(k):
             raise IndexError_(f"a tensor is indexed by integers, slices (`:`), `...`, none and int64 or "

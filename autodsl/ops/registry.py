@@ -373,9 +373,9 @@ def _translate(cls, tensors, e):
                           "each pair of sizes must be equal or 1; reshape or unsqueeze one operand")
     if "ufunc" in msg or "boolean subtract" in msg or "boolean negative" in msg:
         # NumPy has no loop for these dtypes: name them, as torch's "not implemented for 'Bool'"
+        # (sub and neg say so themselves: here the bool arithmetic is inside another op's forward)
         dtypes = " and ".join(dict.fromkeys(t.dtype.name for t in tensors))
-        return DTypeError(f"{cls.op_name} does not take {dtypes} tensors; convert first, e.g. x.to(float64)"
-                          if "ufunc" in msg else f"{cls.op_name}: {plain(msg)}")
+        return DTypeError(f"{cls.op_name} does not take {dtypes} tensors; convert first, e.g. x.to(float64)")
     msg = plain(msg)
     if "shape" in msg or "align" in msg or "mismatch" in msg or "size" in msg:
         return ShapeError(f"{cls.op_name}: the shapes {shapes} do not fit ({msg}); "
