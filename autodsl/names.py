@@ -109,8 +109,8 @@ def name_maps(names):
     if names is None:
         return by_id, by_node
     if not hasattr(names, "items"):
-        raise TypeError_(f"names must map id(tensor) to a name, or a name to a tensor; "
-                         f"got {type(names).__name__}")
+        raise TypeError_("names= is a dictionary from Python ({name: tensor}, or {id(tensor): name}); "
+                         "a script leaves it out, as its variables name the tensors already")
     for k, v in names.items():
         if isinstance(k, int) and isinstance(v, str):
             by_id[k] = v
