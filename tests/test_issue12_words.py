@@ -250,6 +250,7 @@ TABLE = [
     # NumPy's words from inside an op's forward, from index arrays and from integer casts
     "cross_entropy(b, b)", "m[[0, 1], [0, 1, 0]]", "x[2^70]", "x[-2^70] = 1",
     "tensor([1.0]).to(int32) + 2^40",
+    "l = [1, 2]; l[2^70] = 1", 'l = [1, 2]; l["a"] += 1', "l = [1, 2]; l[0:1] = [3]",
     "w = tensor([1.0], requires_grad=true); graph(w * 2, 5)", "w = tensor([1.0], requires_grad=true); graph(w * 2, sort(x))",
 ]
 

@@ -138,6 +138,18 @@ class UserFunction:
 
 # ---- the interpreter -------------------------------------------------------
 
+def _position(obj, key, writing: bool = False) -> int:
+    """``key`` as a position in the list, string, shape or range ``obj`` (TypeError_ for a key that
+    is not an integer, IndexError_ out of range); a write takes no slice."""
+    if isinstance(key, bool) or not isinstance(key, (int, Tensor)):
+        what = "an integer" if writing else "an integer or a slice"
+        raise TypeError_(f"{describe(obj)} is indexed by {what}, not {describe(key)}")
+    i = operator.index(key)
+    if not -len(obj) <= i < len(obj):
+        raise IndexError_(f"index {i} is out of range for {describe(obj)} of length {len(obj)}")
+    return i
+
+
 class Interpreter:
     """Runs programs against a global namespace (the session's dict) and a built-ins table."""
 
@@ -244,7 +256,7 @@ class Interpreter:
                 if tok is not None:
                     SOURCE_POS.reset(tok)
         elif isinstance(obj, list):
-            i = operator.index(key)
+            i = _position(obj, key, writing=True)
             record_items(obj)           # an interrupted input's write is undone
             obj[i] = value
         else:
@@ -289,7 +301,7 @@ class Interpreter:
             if isinstance(obj, Tensor):
                 obj[key] = new
             elif isinstance(obj, list):
-                i = operator.index(key)
+                i = _position(obj, key, writing=True)
                 record_items(obj)
                 obj[i] = new
             else:
@@ -711,12 +723,7 @@ class Interpreter:
         if isinstance(obj, (tuple, list, str, range)):
             if isinstance(key, slice):
                 return obj[key]
-            if isinstance(key, bool) or not isinstance(key, (int, Tensor)):
-                raise TypeError_(f"{describe(obj)} is indexed by an integer or a slice, not {describe(key)}")
-            i = operator.index(key)
-            if not -len(obj) <= i < len(obj):
-                raise IndexError_(f"index {i} is out of range for {describe(obj)} of length {len(obj)}")
-            return obj[i]
+            return obj[_position(obj, key)]
         raise TypeError_(f"cannot index {describe(obj)}")
 
     def call(self, func, args: list, kwargs: dict, node: A.Call | None = None):
