@@ -182,6 +182,16 @@ def test_inf_norm_with_a_nan_element_has_a_zero_gradient():
         ad.norm(ad.zeros([0]), p=inf)
 
 
+def test_a_write_into_a_norm_is_caught_as_in_torch():
+    # torch's vector norms keep their result for backward (LinalgVectorNormBackward0), p = 1 too
+    for p in (1, 2, 3, inf):
+        x = _t([1.0, -2.0])
+        y = ad.norm(x, p=p)
+        y.add_(x.sum())
+        with pytest.raises(AutogradError, match="modified in place"):
+            y.backward()
+
+
 def test_p_norm_second_derivative_at_the_zero_vector_is_zero():
     # torch: x|x|^(p-2) * (grad / norm^(p-1)).masked_fill_(norm == 0, 0)
     x = _t([0.0, 0.0])
@@ -363,6 +373,13 @@ CASES = {
     "norm with an inf grad at the zero vector": (lambda m, x: m.norm(x) * m.exp(m.norm(x) * -1000.0 + 1000.0),
                                                  [[0.0, 0.0]]),
     "norm, nan": (lambda m, x: m.norm(x), [[1.0, nan]]),
+    "norm(p=1)": (lambda m, x: m.norm(x, p=1), [[1.0, 0.0, nan, -2.0]]),
+    "softmax of a 0-d nan": (lambda m, x: m.softmax(x, 0), [nan]),
+    "softmax of a 0-d inf": (lambda m, x: m.softmax(x, 0), [inf]),
+    "softmax of a 0-d number": (lambda m, x: m.softmax(x, 0), [2.0]),
+    "log_softmax of a 0-d nan": (lambda m, x: m.log_softmax(x, 0), [nan]),
+    "log_softmax of a 0-d -inf": (lambda m, x: m.log_softmax(x, 0), [-inf]),
+    "log_softmax of a 0-d number": (lambda m, x: m.log_softmax(x, 0), [2.0]),
     "norm(p=inf), nan": (lambda m, x: m.norm(x, p=inf), [[1.0, nan, 3.0]]),
     "norm(p=inf), ties": (lambda m, x: m.norm(x, p=inf), [[1.0, -3.0, 3.0]]),
     "norm(p=inf, dim)": (lambda m, x: m.norm(x, p=inf, dim=1), [[[1.0, nan], [-2.0, 2.0]]]),

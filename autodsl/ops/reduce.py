@@ -365,6 +365,25 @@ class PNorm(_Reduction):
         return (scaled * where(o == 0, 0.0, gs / o ** (p - 1)),)
 
 
+@defop("norm_1", node_name="NormBackward", public=False)
+class L1Norm(_Reduction):
+    """sum |a| over dim: the 1-norm."""
+    save_output = True      # torch's vector norm keeps its result: a write into it is caught
+
+    def forward(self, a, dim=None, keepdim=False):
+        axes = self._setup(a, dim, keepdim)
+        self.save_for_backward(self.inputs[0])
+        if a.size > chunked.LARGE:
+            return chunked.abs_pow_sum(a, 1.0, axes, keepdim)
+        return backend.reduce_sum(namespace_of(a).abs(a), axes, keepdim)
+
+    rule = ("grad * sign(a)",)
+
+    def backward(self, g):
+        x, _ = self.saved_tensors       # the output only for its version check, as torch
+        return (self._expand(g) * sign(x),)     # torch: sgn(x) * grad; sign(0) = sign(nan) = 0
+
+
 @defop("norm_inf", node_name="NormBackward", public=False)
 class InfNorm(_Reduction):
     """max |a| over dim: the inf-norm."""
@@ -377,6 +396,8 @@ class InfNorm(_Reduction):
                                 "largest |x| of nothing; reduce over dims of nonzero size")
         self.save_for_backward(self.inputs[0])
         xp = namespace_of(a)
+        if a.size > chunked.LARGE:
+            return chunked.amax(xp.abs(a), axes, keepdim)
         return xp.max(xp.abs(a), axis=axes, keepdims=keepdim)
 
     rule = "grad * sign(a) split evenly among the elements whose |a| is out (or nan)"
@@ -507,7 +528,7 @@ class Softmax(Op):
         if a.ndim == 0:                  # one element: softmax is 1 (torch accepts dim 0 / -1)
             _axes(dim, 0)
             self.axis = None
-            return xp.ones_like(a)
+            return xp.exp(a - a)         # torch: exp(a - max) / sum: nan for a nan or infinite a
         (self.axis,) = _axes(dim, a.ndim)
         if a.size == 0:                  # torch: empty in, empty out
             return xp.asarray(a, copy=True)
@@ -534,7 +555,7 @@ class LogSoftmax(Op):
         if a.ndim == 0:                  # one element: log_softmax is 0
             _axes(dim, 0)
             self.axis = None
-            return namespace_of(a).zeros_like(a)
+            return a - a                 # torch: nan for a nan or infinite a
         (self.axis,) = _axes(dim, a.ndim)
         if a.size > chunked.LARGE:
             return chunked.log_softmax(a, self.axis)
@@ -648,7 +669,7 @@ def norm(input, p=2, dim=None, keepdim=False):
     if p == 2 or p == "fro":
         return apply(Norm, input, dim=dim, keepdim=keepdim)
     if p == 1:
-        return sum(_abs(input), dim=dim, keepdim=keepdim)
+        return apply(L1Norm, input, dim=dim, keepdim=keepdim)
     if p == float("inf"):
         return apply(InfNorm, input, dim=dim, keepdim=keepdim)
     if isinstance(p, bool) or not isinstance(p, (int, float)) or p <= 0:
