@@ -174,6 +174,11 @@ def test_none_where_a_tensor_is_expected_says_where_none_comes_from():
     assert "got none" in e.message and ".grad" in e.message and "backward" in e.message
 
 
+def test_a_pair_where_a_tensor_is_expected_names_the_built_in_and_the_pick():
+    e = error_of("min(sort(x))")
+    assert e.message.startswith("min: ") and "(values, indices) pair" in e.message and ".values" in e.message
+
+
 def test_bool_arithmetic_inside_another_op_is_not_advised_as_xor():
     e = error_of("cross_entropy(b, b)")
     assert isinstance(e, ad.DTypeError) and "bool" in e.message and "xor" not in e.message
@@ -251,6 +256,8 @@ TABLE = [
     "cross_entropy(b, b)", "m[[0, 1], [0, 1, 0]]", "x[2^70]", "x[-2^70] = 1",
     "tensor([1.0]).to(int32) + 2^40",
     "l = [1, 2]; l[2^70] = 1", 'l = [1, 2]; l["a"] += 1', "l = [1, 2]; l[0:1] = [3]",
+    "seed(-1)", "seed(nan)", "seed(f)", "full([2, 3], 1.0, m)", "zeros_like(m, true)", "any(nan, 0)",
+    "all(x, int64, 1.5)", "b[[x, m]]", "min(sort(x))", "x < [x, m]", "x + [1, none]",
     "w = tensor([1.0], requires_grad=true); graph(w * 2, 5)", "w = tensor([1.0], requires_grad=true); graph(w * 2, sort(x))",
 ]
 

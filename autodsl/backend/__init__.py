@@ -37,7 +37,7 @@ import array_api_compat
 import numpy as np
 
 from autodsl.context import DEFAULT, current, scoped
-from autodsl.errors import DeviceError, DTypeError, ValueError_
+from autodsl.errors import DeviceError, DTypeError, TypeError_, ValueError_
 
 __all__ = [
     "DType", "float32", "float64", "int32", "int64", "bool_", "DTYPES", "as_dtype",
@@ -120,18 +120,18 @@ def as_dtype(spec) -> DType:
     else:
         try:
             npd = np.dtype(spec)
-        except TypeError:
-            npd = None
-        if npd is not None:
-            if npd.kind == "f":
-                return float64 if npd.itemsize > 4 else float32
-            if npd.kind in "iu":
-                return _int_of(npd)
-            if npd.kind == "b":
-                return bool_
-            what = _ARRAY_KINDS.get(npd.kind, "values that are not numbers")
-            raise DTypeError(f"an array of {what} cannot be a tensor; a tensor holds one of "
-                             f"{', '.join(DTYPES)}")
+        except (TypeError, ValueError):     # (ValueError: an object whose .dtype is not NumPy's)
+            raise DTypeError(f"a dtype is one of {', '.join(DTYPES)} (dtype=float64) or a tensor's "
+                             ".dtype") from None
+        if npd.kind == "f":
+            return float64 if npd.itemsize > 4 else float32
+        if npd.kind in "iu":
+            return _int_of(npd)
+        if npd.kind == "b":
+            return bool_
+        what = _ARRAY_KINDS.get(npd.kind, "values that are not numbers")
+        raise DTypeError(f"an array of {what} cannot be a tensor; a tensor holds one of "
+                         f"{', '.join(DTYPES)}")
     raise DTypeError(f"unknown dtype {spec!r}; use one of {', '.join(DTYPES)}")
 
 
@@ -788,8 +788,16 @@ def seed(n: int) -> None:
     session's own, so the host program's numbers do not change and two sessions seeded alike
     draw the same numbers.
 
-    ``n`` is a non-negative integer.
+    ``n`` is a non-negative whole number (3.0 is taken as 3); TypeError_ for a value that is not
+    a number, ValueError_ for a negative or fractional one.
     """
+    number = not isinstance(n, HOST_BOOL) and isinstance(n, (*HOST_INT, *HOST_FLOAT))
+    if not number or not float(n).is_integer() or n < 0:
+        shown = (str(n).lower() if number or isinstance(n, HOST_BOOL) else f'"{n}"' if isinstance(n, str)
+                 else "none" if n is None else "a list" if isinstance(n, list)
+                 else "a function" if callable(n) else "that value")
+        raise (ValueError_ if number else TypeError_)(
+            f"seed() takes a whole number 0 or more, such as seed(0), not {shown}")
     n = int(n)
     gens = _generators()
     gens.clear()

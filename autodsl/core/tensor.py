@@ -600,13 +600,17 @@ def as_tensor(value, like: Tensor | None = None) -> Tensor:
         dt = backend.int64 if like is None or like.dtype is backend.bool_ else like.dtype
     elif isinstance(value, backend.HOST_FLOAT):
         dt = like.dtype if like is not None and like.dtype.is_floating else backend.get_default_dtype()
-    elif isinstance(value, (list, tuple)):
-        return Tensor(array_from_data(value, None, device), _device=device)
+    elif type(value) is list or type(value) is tuple:
+        try:
+            return Tensor(array_from_data(value, None, device), _device=device)
+        except TypeError_ as e:     # its words are tensor()'s, which this caller did not write
+            raise TypeError_("a list used as a tensor " + e.message.removeprefix("tensor(...) ")) from None
     elif backend.is_host_array(value):
         return Tensor(backend.asarray(value, backend.as_dtype(value.dtype), device), _device=device)
     else:
         hint = (" (`.grad` is none until backward has run, and a function without `return` gives none)"
-                if value is None else "")
+                if value is None else "; pick one with `.values` or `.indices`"
+                if "values" in getattr(type(value), "LANG_ATTRIBUTES", ()) else "")
         raise TypeError_(f"expected a tensor, a number or a list of numbers, got {_kind(value)}{hint}")
     return Tensor(backend.asarray(value, dt, device), _device=device)
 

@@ -177,6 +177,12 @@ _RULES: list = [
      lambda m: f"{_dtype_words(m.group(1))} and {_dtype_words(m.group(2))} cannot be combined in one "
                "tensor; give numbers only"),
     (r"Cannot interpret '(.*)' as a data type", lambda m: f"{m.group(1)} is not a dtype"),
+    (r"axis (-?\d+) is out of bounds for array of dimension (\d+)",
+     lambda m: f"dim {m.group(1)} is out of range for a tensor with {m.group(2)} dimensions"),
+    (r"integer argument expected, got (\w+)", lambda m: f"expected a whole number, got {type_words(m.group(1))}"),
+    (r"setting an array element with a sequence.*",
+     lambda m: "the values do not make a block of numbers: a list holds a list, a tensor of another "
+               "shape or something that is not a number; give rows of equal length"),
     (r"Python integer (-?\d+) out of bounds for (\w+)", lambda m: f"{m.group(1)} is outside {m.group(2)}'s range"),
     (r"shape mismatch: indexing arrays could not be broadcast together with shapes (.*)",
      lambda m: f"the index lists or tensors have shapes {m.group(1).strip()}, which do not broadcast together"),

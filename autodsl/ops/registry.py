@@ -197,7 +197,7 @@ def apply(cls, *inputs, **params) -> Tensor:
             try:
                 tensors = promoted(cls, inputs, to_op) if cls.promote else to_tensors(inputs)
             except TypeError_ as e:         # as_tensor's words do not know the op: name it
-                raise TypeError_(f"{cls.op_name}: {e.message}") from None
+                raise TypeError_(f"{_said(cls)}: {e.message}") from None
             device = tensors[0].device if tensors else backend.get_default_device()
             for t in tensors:
                 if t.device != device:
@@ -364,27 +364,38 @@ def _intern_shapes(shapes: tuple) -> tuple:
 _FRAMES_TO_CALLER = 2 if type(apply).__name__ == "function" else 1
 
 
+# the built-in a user called, for the ops that are one of its forms (max(x) is max_all)
+_SAID_AS = {"max_all": "max", "max_dim": "max", "min_all": "min", "clamp_max": "clamp",
+            "clamp_min": "clamp", "div_floor": "div", "div_trunc": "div", "norm_1": "norm",
+            "norm_inf": "norm", "pnorm": "norm", "sum_to": "sum", "threshold_backward": "relu"}
+
+
+def _said(cls) -> str:
+    return _SAID_AS.get(cls.op_name, cls.op_name)
+
+
 def _translate(cls, tensors, e):
     """An array library's exception from ``cls``'s forward as a DSLError in the language's words."""
+    op_name = _said(cls)
     shapes = " and ".join(str(t.shape) for t in tensors)
     msg = str(e)
     if "broadcast" in msg:
-        return ShapeError(f"{cls.op_name}: shapes {shapes} do not broadcast: compared from the right, "
+        return ShapeError(f"{op_name}: shapes {shapes} do not broadcast: compared from the right, "
                           "each pair of sizes must be equal or 1; reshape or unsqueeze one operand")
     if "ufunc" in msg or "boolean subtract" in msg or "boolean negative" in msg:
         # NumPy has no loop for these dtypes: name them, as torch's "not implemented for 'Bool'"
         # (sub and neg say so themselves: here the bool arithmetic is inside another op's forward)
         dtypes = " and ".join(dict.fromkeys(t.dtype.name for t in tensors))
-        return DTypeError(f"{cls.op_name} does not take {dtypes} tensors; convert first, e.g. x.to(float64)")
+        return DTypeError(f"{op_name} does not take {dtypes} tensors; convert first, e.g. x.to(float64)")
     msg = plain(msg)
     if "shape" in msg or "align" in msg or "mismatch" in msg or "size" in msg:
-        return ShapeError(f"{cls.op_name}: the shapes {shapes} do not fit ({msg}); "
+        return ShapeError(f"{op_name}: the shapes {shapes} do not fit ({msg}); "
                           "check the shapes with .shape, or reshape/transpose one operand")
     if isinstance(e, IndexError):
-        return IndexError_(f"{cls.op_name}: {msg}")
+        return IndexError_(f"{op_name}: {msg}")
     if isinstance(e, TypeError):
-        return TypeError_(f"{cls.op_name}: {msg}")
-    return ValueError_(f"{cls.op_name}: {msg}")
+        return TypeError_(f"{op_name}: {msg}")
+    return ValueError_(f"{op_name}: {msg}")
 
 
 @defop("to", node_name="ToCopyBackward", public=False)
