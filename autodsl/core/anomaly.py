@@ -68,7 +68,7 @@ class AnomalyWarning(UserWarning):
 
 
 def _check_mode(enabled, mode) -> str | None:
-    if mode not in MODES:
+    if not isinstance(mode, str) or mode not in MODES:     # (a tensor's == is elementwise)
         raise ValueError_(f"anomaly mode must be \"warn\" or \"raise\", not {shown(mode)}")
     return mode if enabled else None
 

@@ -21,8 +21,8 @@ _REDUCTIONS = ("mean", "sum", "none")
 
 
 def _check_reduction(reduction):
-    if reduction not in _REDUCTIONS:
-        raise ValueError_(f"reduction must be one of {', '.join(map(repr, _REDUCTIONS))}, not {shown(reduction)}")
+    if not isinstance(reduction, str) or reduction not in _REDUCTIONS:     # (a tensor's == is elementwise)
+        raise ValueError_(f"reduction must be one of {', '.join(map(shown, _REDUCTIONS))}, not {shown(reduction)}")
 
 
 @defop("mse_loss")

@@ -238,8 +238,9 @@ def floor_divide(input, other):
 def rounded_div(input, other, rounding_mode):
     """``div(input, other, rounding_mode=...)`` for "trunc" and "floor" (elementwise.div calls it,
     so this module imports nothing of elementwise)."""
-    if rounding_mode == "trunc":
-        return apply(DivTrunc, input, other)
-    if rounding_mode == "floor":
-        return apply(DivFloor, input, other)
+    if isinstance(rounding_mode, str):      # (a tensor's == would be elementwise)
+        if rounding_mode == "trunc":
+            return apply(DivTrunc, input, other)
+        if rounding_mode == "floor":
+            return apply(DivFloor, input, other)
     raise ValueError_(f"div: rounding_mode must be none, \"trunc\" or \"floor\", not {shown(rounding_mode)}")
