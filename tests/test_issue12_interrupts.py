@@ -214,3 +214,32 @@ def test_blocks_cover_the_shape_once_in_order():
         starts.append(coords)
     assert (seen == 1).all()
     assert starts == sorted(starts)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_pieced_random_numbers_are_the_same_numbers(monkeypatch, dtype):
+    def draws():
+        s = ad.Session()
+        s.run(f"seed(7)\na = rand([50, 7], dtype={dtype})\nb = randn([3, 40, 5], dtype={dtype})\nc = rand([4])")
+        return [s[k].numpy() for k in "abc"]
+
+    whole = draws()
+    chunked = _chunked()
+    monkeypatch.setattr(chunked, "LARGE", 50)
+    monkeypatch.setattr(chunked, "PIECE", 64)
+    for w, p in zip(whole, draws()):
+        assert w.dtype == p.dtype and np.array_equal(w, p)    # and the generator ends where it did
+
+
+def test_pieced_ones_and_full(small_pieces):
+    assert np.array_equal(ad.ones([30, 7]).numpy(), np.ones((30, 7)))
+    f = ad.full([9, 11], 7)
+    assert f.dtype == ad.int64 and np.array_equal(f.numpy(), np.full((9, 11), 7))
+    assert np.array_equal(ad.full([80], 2.5, dtype="float32").numpy(), np.full(80, 2.5, dtype=np.float32))
+
+
+def test_pieced_einsum_contraction(small_pieces):
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((3, 13, 17)), rng.standard_normal((17, 3, 11))
+    got = ad.einsum("bij,jbk->bik", ad.tensor(a), ad.tensor(b)).numpy()
+    np.testing.assert_allclose(got, np.einsum("bij,jbk->bik", a, b), rtol=1e-12, atol=1e-12)

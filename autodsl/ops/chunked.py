@@ -16,7 +16,8 @@ a size first, and that check is all the small ops pay.
 * ``matmul``: the result is cut into tiles of rows and columns (batch slabs for small
   matrices), the inner dim too when it alone is above a piece;
 * ``pointwise(forward, arrays, params)``: an elementwise forward run on blocks of the
-  broadcast result (ops/registry.py calls it for ops marked ``pointwise``).
+  broadcast result (ops/registry.py calls it for ops marked ``pointwise``);
+* ``draw`` and ``filled``: ``rand``/``randn`` (the same numbers as one draw) and ``ones``/``full``.
 
 Inputs here are large, and often ``expand``ed views with stride 0 whose every element is the
 same memory: a piece never copies more than itself.
@@ -31,7 +32,7 @@ from autodsl.backend import kind_of, namespace_of
 from autodsl.core.limits import poll
 
 __all__ = ["LARGE", "MATMUL_PIECE", "PIECE", "abs_pow_sum", "amax", "amin", "arg_extreme", "blocks",
-           "log_softmax", "logsumexp", "matmul", "may_be_large", "mean", "pointwise", "prod",
+           "draw", "filled", "log_softmax", "logsumexp", "matmul", "may_be_large", "mean", "pointwise", "prod",
            "reduce_all", "reduce_any", "softmax", "sum", "sum_sq", "var"]
 
 # Work (elements visited) above which an op is split; 2**24 float64 elements take tens of
@@ -396,4 +397,32 @@ def pointwise(forward, arrays, params):
         if out is None:
             out = xp.empty(shape, dtype=part.dtype)
         out[idx] = part
+    return out
+
+
+# -- creation -------------------------------------------------------------------------------------
+
+def draw(random, shape, dtype, device):
+    """``random(shape, dtype, device)`` (``backend.random_uniform`` or ``random_normal``), in
+    pieces of the flattened result when it is above ``LARGE`` elements: the same numbers as
+    one draw, since the generator gives them in order and fills a shape in C order."""
+    n = math.prod(shape)
+    if n <= LARGE:
+        return random(shape, dtype, device)
+    out = None
+    for start in range(0, n, PIECE):
+        poll()
+        part = random((min(PIECE, n - start),), dtype, device)
+        if out is None:
+            out = namespace_of(part).empty((n,), dtype=part.dtype)
+        out[start:start + part.shape[0]] = part
+    return namespace_of(out).reshape(out, tuple(shape))
+
+
+def filled(xp, shape, value, dtype):
+    """``xp.full(shape, value)`` written in pieces (``LARGE`` elements or more)."""
+    out = xp.empty(tuple(shape), dtype=dtype)
+    for idx, _ in blocks(out.shape, PIECE):
+        poll()
+        out[idx] = value
     return out

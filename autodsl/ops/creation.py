@@ -17,6 +17,7 @@ from autodsl.core.tensor import Tensor, array_from_data
 from autodsl.core.journal import record_random
 from autodsl.core.limits import reserve_elements
 from autodsl.core.words import kind, shown
+from autodsl.ops import chunked
 
 __all__ = ["tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "rand", "randn",
            "arange", "linspace", "eye", "seed"]
@@ -29,8 +30,11 @@ def _dtype(dtype):
 def _make(fn: str, device: str, dt, *args):
     """``xp.<fn>(*args, dtype=...)`` in the namespace of ``device`` (zeros, ones, arange...),
     once its size fits the memory limit (or the machine's memory): LimitError with the size."""
-    reserve_elements(_shape_made(fn, args), dt.np.itemsize, f"{fn}()")
+    shape = _shape_made(fn, args)
+    reserve_elements(shape, dt.np.itemsize, f"{fn}()")
     xp = backend.xp(device)
+    if fn in ("ones", "full") and math.prod(shape) > chunked.LARGE:     # long: in pieces
+        return chunked.filled(xp, shape, 1 if fn == "ones" else args[1], backend.native_dtype(dt, xp))
     return getattr(xp, fn)(*args, dtype=backend.native_dtype(dt, xp))
 
 
@@ -163,7 +167,7 @@ def rand(*size, dtype=None, device=None, requires_grad=False):
     _no_capture("rand")
     shape = _size(size)
     reserve_elements(shape, 8, "rand()")           # (drawn as float64)
-    arr = backend.random_uniform(shape, dt, device)
+    arr = chunked.draw(backend.random_uniform, shape, dt, device)
     return _finish(arr, device, requires_grad)
 
 
@@ -175,7 +179,7 @@ def randn(*size, dtype=None, device=None, requires_grad=False):
     _no_capture("randn")
     shape = _size(size)
     reserve_elements(shape, 8, "randn()")
-    arr = backend.random_normal(shape, dt, device)
+    arr = chunked.draw(backend.random_normal, shape, dt, device)
     return _finish(arr, device, requires_grad)
 
 

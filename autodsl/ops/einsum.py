@@ -22,6 +22,7 @@ from autodsl.backend import copy as _copy
 from autodsl.backend import may_share_memory, namespace_of, writeable
 from autodsl.core.tensor import Tensor, as_tensor
 from autodsl.errors import ShapeError, TypeError_, ValueError_
+from autodsl.ops import chunked
 from autodsl.ops.formula import define
 from autodsl.ops.registry import Op, apply, defop
 
@@ -161,7 +162,7 @@ def _pair(xp, a, la, b, lb, keep, size):
         return math.prod(size[s] for s in subs)
     a2 = xp.reshape(_permute(xp, a, la, batch + left + summed), (prod(batch), prod(left), prod(summed)))
     b2 = xp.reshape(_permute(xp, b, lb, batch + summed + right), (prod(batch), prod(summed), prod(right)))
-    c = xp.matmul(a2, b2)
+    c = chunked.matmul(a2, b2) if a2.size * b2.size > chunked.LARGE else xp.matmul(a2, b2)   # huge: in tiles
     labels = batch + left + right
     return xp.reshape(c, tuple(size[s] for s in labels)), labels
 
