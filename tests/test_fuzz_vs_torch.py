@@ -14,6 +14,10 @@ and through reshape/transpose/permute/index views of them). Checked, op by op an
 * under ``create_graph``, the second gradients (of a random weighted sum of the first ones)
   are torch's.
 
+Differences that are known and still open are listed in ``KNOWN_OPEN``, each with its strict
+xfail test in tests/test_issue12_fuzz_found.py; only a chain that triggers one skips the
+comparison it affects.
+
 Tolerances are tight (rtol 1e-9), as both compute in float64 with the same formulas.
 A fixed seed (``derandomize=True``, no example database) makes a CI run the same every time;
 ``AUTODSL_FUZZ_EXAMPLES=N`` runs N chains instead of the default (a longer hunt).
@@ -43,6 +47,57 @@ _VALUES = [-2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 0.25, -0.75]
 _SPECIAL = [0.0, -0.0, math.nan, math.inf, -math.inf]
 _SHAPES = [(), (3,), (2, 3), (2, 1), (1, 3), (3, 1), (1,)]
 _TORCH_ERRORS = (RuntimeError, IndexError, ValueError, TypeError)
+
+
+def _nonfinite(t):
+    return bool((~torch.isfinite(t)).any())
+
+
+def _negzero(t):
+    return bool(((t == 0) & torch.signbit(t)).any())
+
+
+# Differences from torch that are known and still open: (when a step triggers it, what it
+# affects, its strict-xfail regression test in test_issue12_fuzz_found.py). A step that triggers
+# a "value" entry is not compared and its result is dropped from the chain; a "grad" entry lets
+# the chain's gradients differ where the trigger says (every other check still runs). When the bug
+# is fixed its xfail test passes (strict: it fails), and its entry here goes.
+KNOWN_OPEN = {
+    "cumprod along a dim of size 1 with nan/inf": (
+        lambda name, p, xs: name == "cumprod" and xs[0].ndim > 0 and xs[0].shape[p["dim"]] == 1
+        and _nonfinite(xs[0]), "grad", "test_cumprod_grad_along_a_dim_of_size_one_is_grad_as_torch"),
+    "cumprod of a zero with an inf gradient after it": (
+        lambda name, p, xs: name == "cumprod" and bool((xs[0] == 0).any()), "grad_nonfinite",
+        "test_cumprod_grad_before_a_zero_ignores_an_inf_gradient_after_it"),
+    "x^-0.5 at -0.0": (
+        lambda name, p, xs: name == "pow_number" and p["c"] == -0.5 and _negzero(xs[0]), "value",
+        "test_pow_minus_half_at_negative_zero_is_minus_inf_as_torch"),
+    "x^0.5 at -0.0": (
+        lambda name, p, xs: name == "pow_number" and p["c"] == 0.5 and _negzero(xs[0]), "grad",
+        "test_pow_half_grad_at_negative_zero_is_minus_inf_as_torch"),
+}
+
+
+def _layout_differs(t, a) -> bool:
+    """torch's tensor is contiguous and autodsl's array is not (where the array says)."""
+    flags = getattr(getattr(a, "_data", None), "flags", None)
+    return t.ndim >= 2 and t.is_contiguous() and flags is not None and not flags["C_CONTIGUOUS"]
+
+
+# A reshape is a view in torch where the tensor is contiguous; autodsl's reshape is a view where
+# NumPy's is, and some ops leave NumPy arrays in another layout than torch's tensors
+# (index_select along dim 1 gives a Fortran-ordered array): such a reshape copies, and a write
+# through it does not reach the base. Checked on both operands, so not in the table above.
+LAYOUT = "reshape of an array whose layout is not torch's"
+LAYOUT_TEST = "test_a_reshape_of_index_selects_result_is_a_view_as_torch"
+
+
+def _known(name, params, xs, axs):
+    hits = [(k, v[1]) for k, v in KNOWN_OPEN.items() if v[0](name, params, xs)]
+    if (name == "reshape" or name == "view_write" and params["view"] == "reshape") and _layout_differs(
+            xs[0], axs[0]):
+        hits.append((LAYOUT, "value"))
+    return hits
 
 
 def _leaf(draw):
@@ -124,6 +179,7 @@ def _chain(draw, note) -> None:
     a_pool = [ad.tensor(x.tolist(), dtype=ad.float64, requires_grad=True) for x in arrays]
     t_pool = [torch.tensor(x, dtype=torch.float64, requires_grad=True) for x in arrays]
     a_leaves, t_leaves = list(a_pool), list(t_pool)
+    known: set = set()      # the known-open differences this chain's gradients may show
     for _ in range(draw(st.integers(1, 6))):
         op = draw(st.sampled_from(OPS))
         inner = [i for i, v in enumerate(t_pool) if not v.is_leaf]
@@ -133,6 +189,11 @@ def _chain(draw, note) -> None:
         params = op.params(draw, [tuple(t_pool[idx[0]].shape)])
         what = f"v{len(t_pool)} = {op.name}({', '.join(f'v{i}' for i in idx)}, {params})"
         note(what)
+        hits = _known(op.name, params, [t_pool[i] for i in idx], [a_pool[i] for i in idx])
+        if any(affects == "value" for _, affects in hits):
+            note(f"  known open, not compared: {hits}")
+            continue
+        known.update(hits)
         a, t = _both(what, partial(op.fn, AD, *[a_pool[i] for i in idx], **params),
                      partial(op.fn, TORCH, *[t_pool[i] for i in idx], **params))
         if t is None:
@@ -153,6 +214,12 @@ def _chain(draw, note) -> None:
                    lambda: _grads(ad, _weighted_sum(ad, a_pool, weights), a_leaves, create_graph),
                    lambda: _grads(torch, _weighted_sum(torch, t_pool, weights), t_leaves, create_graph))
     if tg is None:
+        return
+    if any(affects == "grad_nonfinite" for _, affects in known) and not any(
+            h is not None and _nonfinite(h) for h in tg):
+        known = {(k, a) for k, a in known if a != "grad_nonfinite"}     # only with an inf/nan gradient
+    if known:
+        note(f"known open, gradients not compared: {sorted(known)}")
         return
     for i, (g, h, x) in enumerate(zip(ag, tg, arrays)):
         _same(f"gradient of leaf v{i}", np.zeros(x.shape) if g is None else g,
@@ -179,3 +246,12 @@ def _chain(draw, note) -> None:
 @given(st.data())
 def test_random_chains_match_torch(data):
     check_chain(data.draw)
+
+
+def test_each_known_difference_has_its_strict_xfail_test():
+    import test_issue12_fuzz_found as found
+
+    for key, (_, affects, test_name) in [*KNOWN_OPEN.items(), (LAYOUT, (None, "value", LAYOUT_TEST))]:
+        assert affects in ("value", "grad", "grad_nonfinite"), key
+        marks = [m for m in getattr(getattr(found, test_name), "pytestmark", []) if m.name == "xfail"]
+        assert marks and marks[0].kwargs.get("strict"), f"{key}: {test_name} is not a strict xfail"
