@@ -243,3 +243,21 @@ def test_pieced_einsum_contraction(small_pieces):
     a, b = rng.standard_normal((3, 13, 17)), rng.standard_normal((17, 3, 11))
     got = ad.einsum("bij,jbk->bik", ad.tensor(a), ad.tensor(b)).numpy()
     np.testing.assert_allclose(got, np.einsum("bij,jbk->bik", a, b), rtol=1e-12, atol=1e-12)
+
+
+def _address_space_2g():
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+
+def test_the_gradient_of_a_mean_of_a_huge_expand_stays_small():
+    """mean's gradient is divided before it is expanded: 3 * 10^8 inputs need no 2.4 GB array
+    (the child runs under a 2 GB address-space bound)."""
+    source = ("x = tensor([2.0, 4.0], requires_grad=true)\n"
+              "y = x.reshape([2, 1]).expand([2, 15 * 10^7]).mean()\n"
+              "y.backward()\nprint(y.item(), x.grad.tolist())")
+    p = subprocess.run([sys.executable, "-m", "autodsl", "-c", source], capture_output=True, text=True,
+                       timeout=120, preexec_fn=_address_space_2g, check=False)
+    assert p.returncode == 0, p.stderr
+    y, g0, g1 = (float(v.strip("[],")) for v in p.stdout.split())
+    assert y == 3.0 and g0 == pytest.approx(0.5, rel=1e-12) and g1 == pytest.approx(0.5, rel=1e-12)

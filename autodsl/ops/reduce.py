@@ -107,7 +107,9 @@ class Mean(_Reduction):
     rule = "grad / n expanded to a's shape (n elements averaged)"
 
     def formula(self, F, g):
-        return (F.expand(g if self.keepdim else F.reshape(g, self.kshape), self.in_shape) / self.count,)
+        # divided before the expand: the same numbers, one division per result instead of one per
+        # input element (a mean of a huge expand keeps an O(1) gradient until sum_to)
+        return (F.expand((g if self.keepdim else F.reshape(g, self.kshape)) / self.count, self.in_shape),)
 
 
 @defop("prod")
