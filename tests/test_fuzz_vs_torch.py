@@ -69,12 +69,6 @@ KNOWN_OPEN = {
     "cumprod of a zero with an inf gradient after it": (
         lambda name, p, xs: name == "cumprod" and bool((xs[0] == 0).any()), "grad_nonfinite",
         "test_cumprod_grad_before_a_zero_ignores_an_inf_gradient_after_it"),
-    "x^-0.5 at -0.0": (
-        lambda name, p, xs: name == "pow_number" and p["c"] == -0.5 and _negzero(xs[0]), "value",
-        "test_pow_minus_half_at_negative_zero_is_minus_inf_as_torch"),
-    "x^0.5 at -0.0": (
-        lambda name, p, xs: name == "pow_number" and p["c"] == 0.5 and _negzero(xs[0]), "grad",
-        "test_pow_half_grad_at_negative_zero_is_minus_inf_as_torch"),
 }
 
 

@@ -75,15 +75,14 @@ def test_cumprod_grad_before_a_zero_ignores_an_inf_gradient_after_it():
     assert g.tolist() == [1.0, math.inf, 0.0]
 
 
-@pytest.mark.xfail(strict=True, reason="open: torch computes x^-0.5 as rsqrt, 1/sqrt(-0.0) = -inf; "
-                   "NumPy's power gives +inf (KNOWN_OPEN 'x^-0.5 at -0.0')")
 def test_pow_minus_half_at_negative_zero_is_minus_inf_as_torch():
+    # found by the differential fuzz: torch computes x^-0.5 as 1/sqrt(x), -inf at -0.0, where
+    # NumPy's power gives +inf; fixed with torch's special exponents (ops/elementwise.py _POWERS)
     assert (ad.tensor([-0.0, 0.0]) ** -0.5).tolist() == [-math.inf, math.inf]
 
 
-@pytest.mark.xfail(strict=True, reason="open: the gradient of x^0.5 is 0.5 * x^-0.5, -inf at -0.0 "
-                   "in torch (KNOWN_OPEN 'x^0.5 at -0.0')")
 def test_pow_half_grad_at_negative_zero_is_minus_inf_as_torch():
+    # the gradient of x^0.5 is 0.5 * x^-0.5: -inf at -0.0, as torch
     x = ad.tensor([-0.0, 0.0], requires_grad=True)
     (x ** 0.5).sum().backward()
     assert x.grad.tolist() == [-math.inf, math.inf]

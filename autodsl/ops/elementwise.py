@@ -151,6 +151,10 @@ class Pow(Op):
         if kind_of(a.dtype) in "iub" and kind_of(b.dtype) in "iub" and _xp(b).any(b < 0):
             raise ValueError_("integers to negative integer powers are not allowed (the result is not "
                               "an integer); use a floating base, e.g. tensor(..., dtype=float64)")
+        if b.ndim == 0 and kind_of(a.dtype) == "f":
+            special = _POWERS.get(float(b))
+            if special is not None:
+                return special(_xp(a), a)
         return a ** b
 
     rule = ("grad * b * a^(b-1)", "grad * out * log(a)")
@@ -178,6 +182,19 @@ class Pow(Op):
             # result * log(x)): 0 at the limit, NaN for x < 0, and grad multiplies outside the where
             gb = g * where((x == 0) & (y >= 0), 0.0, out * log(x))
         return ga, gb
+
+
+# torch's pow of a floating tensor by a number computes these exponents without pow (its CPU
+# kernel, pow_tensor_scalar_optimized): the same arithmetic gives torch's bits, and its signs at
+# -0.0 (sqrt(-0.0) = -0.0, 1/sqrt(-0.0) = -inf, where pow gives +0.0 and +inf)
+_POWERS = {
+    2.0: lambda xp, a: a * a,
+    3.0: lambda xp, a: a * a * a,
+    0.5: lambda xp, a: xp.sqrt(a),
+    -0.5: lambda xp, a: 1 / xp.sqrt(a),
+    -1.0: lambda xp, a: 1 / a,
+    -2.0: lambda xp, a: 1 / (a * a),
+}
 
 
 @defop("exp")
