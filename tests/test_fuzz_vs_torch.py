@@ -63,12 +63,6 @@ def _negzero(t):
 # the chain's gradients differ where the trigger says (every other check still runs). When the bug
 # is fixed its xfail test passes (strict: it fails), and its entry here goes.
 KNOWN_OPEN = {
-    "cumprod along a dim of size 1 with nan/inf": (
-        lambda name, p, xs: name == "cumprod" and xs[0].ndim > 0 and xs[0].shape[p["dim"]] == 1
-        and _nonfinite(xs[0]), "grad", "test_cumprod_grad_along_a_dim_of_size_one_is_grad_as_torch"),
-    "cumprod of a zero with an inf gradient after it": (
-        lambda name, p, xs: name == "cumprod" and bool((xs[0] == 0).any()), "grad_nonfinite",
-        "test_cumprod_grad_before_a_zero_ignores_an_inf_gradient_after_it"),
 }
 
 

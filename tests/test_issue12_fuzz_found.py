@@ -59,17 +59,17 @@ def test_softmax_of_a_0d_nonfinite_is_nan_as_torch():
 # Each names the KNOWN_OPEN entry of test_fuzz_vs_torch.py that lets the fuzz pass meanwhile;
 # when the bug is fixed, the test passes, strict makes that a failure, and both go.
 
-@pytest.mark.xfail(strict=True, reason="open: cumprod's gradient divides by x even along a dim of "
-                   "size 1, where torch returns grad (KNOWN_OPEN 'cumprod along a dim of size 1')")
 def test_cumprod_grad_along_a_dim_of_size_one_is_grad_as_torch():
+    # found by the differential fuzz: the gradient divided by x even along a dim of size 1, where
+    # torch's cumprod_backward returns grad; fixed in ops/cumulative.py
     x = ad.tensor([[-math.inf], [3.0]], requires_grad=True)
     ad.cumprod(x, 1).sum().backward()
     assert x.grad.tolist() == [[1.0], [1.0]]
 
 
-@pytest.mark.xfail(strict=True, reason="open: cumprod's O(n) gradient with a zero forms inf * 0 "
-                   "where torch sums only up to the first zero (KNOWN_OPEN 'cumprod of a zero')")
 def test_cumprod_grad_before_a_zero_ignores_an_inf_gradient_after_it():
+    # found by the differential fuzz: the O(n) gradient with a zero formed inf * 0 where torch
+    # sums only up to the first zero (and the first run after it); fixed in ops/cumulative.py
     x = ad.tensor([3.0, 0.0, -2.0], requires_grad=True)
     (g,) = ad.grad(ad.cumprod(x, 0), [x], grad_outputs=[ad.tensor([1.0, math.inf, 1.0])])
     assert g.tolist() == [1.0, math.inf, 0.0]

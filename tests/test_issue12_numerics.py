@@ -439,3 +439,27 @@ def test_powers_torch_computes_without_pow_give_its_bits_and_signs(dtype):
             np.testing.assert_array_equal(got, want)
         keep = ~np.isnan(want[-7:])        # (a nan's sign bit means nothing)
         np.testing.assert_array_equal(np.signbit(got[-7:])[keep], np.signbit(want[-7:])[keep])
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_cumprod_gradient_with_zeros_inf_and_nan_is_torchs(create_graph):
+    # torch's cumprod_backward: grad along a dim of size 1; without create_graph the O(n) form
+    # whose sums stop at the zeros (w masked before the first zero, the first run after it), with
+    # it the O(n^2) form with prod_{m < k} x_m inside each product: the same nan and inf
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    vals = [0.0, 0.0, 1.5, -2.0, 3.0, inf, nan, -0.5, -inf]
+    gvals = [1.0, -2.0, inf, nan, 0.5, -inf]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for trial in range(400):
+            shape = [(4,), (2, 3), (3, 1), (1, 3), (5,), (2, 4), (), (1,)][trial % 8]
+            d = int(rng.integers(0, max(1, len(shape))))
+            x, g = rng.choice(vals, size=shape), rng.choice(gvals, size=shape)
+            tx = torch.tensor(x, requires_grad=True)
+            (want,) = torch.autograd.grad(torch.cumprod(tx, d), tx, torch.tensor(g), create_graph=create_graph)
+            ax = ad.tensor(x, dtype="float64", requires_grad=True)
+            (got,) = ad.grad(ad.cumprod(ax, d), ax, grad_outputs=ad.tensor(g, dtype="float64"),
+                             create_graph=create_graph)
+            np.testing.assert_allclose(_np(got), want.detach().numpy(), rtol=1e-12, equal_nan=True,
+                                       err_msg=f"x={x} dim={d} grad={g}")

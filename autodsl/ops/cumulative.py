@@ -79,7 +79,7 @@ class Cumprod(Op):
 
     def backward(self, g):
         x, out = self.saved_tensors
-        if x.ndim == 0:
+        if x.ndim == 0 or x.shape[self.axis] == 1:     # torch: one element along dim passes grad
             return (g,)
         d = self.axis
         if not _xp(x._data).any(x._data == 0):
@@ -102,9 +102,11 @@ def _cumprod_grad_with_zeros(x, out, g, d):
     from_i = Tensor(ar[None, :] >= ar[:, None], _device=x.device)      # [i, j]: j >= i
     rows = where(upto, 1.0, unsqueeze(xt, -2))                          # [..., i, m]
     after = cumprod(rows, dim=-1)                                       # prod_{i < m <= j} x_m
-    inner = _sum(where(from_i, unsqueeze(gt, -2) * after, 0.0), dim=-1)
     before = cat([ones_like(ot[..., :1]), ot[..., :-1]], dim=-1)        # prod_{m < i} x_m
-    return transpose(before * inner, d, -1)
+    # torch multiplies prod_{m < i} x_m into each product before the sum (its omitted_products),
+    # so that an inf there meets a 0 product (nan) as in torch
+    omitted = unsqueeze(before, -1) * after
+    return transpose(_sum(where(from_i, unsqueeze(gt, -2) * omitted, 0.0), dim=-1), d, -1)
 
 
 def _keep(out, dtype):
@@ -122,7 +124,9 @@ def _cumprod_grad_with_zeros_arrays(x, out, g, d):
     """The same gradient on arrays in O(n), as torch's cumprod_backward without create_graph. With
     k the first zero of a row: for i < k it is the zero-free formula (the terms j >= k are 0);
     for i = k, prod_{m < k} x_m * (g_k + sum_{j > k} g_j prod_{k < m <= j} x_m); for i > k, 0
-    (every product it sums has x_k in it)."""
+    (every product it sums has x_k in it). As torch, each sum runs only over the terms that are
+    not 0 by a zero (j < k, then j before the second zero), so that an inf or nan gradient where
+    the product is 0 gives no inf * 0 = nan."""
     xp = _xp(x)
     x, out, g = (xp.moveaxis(a, d, -1) for a in (x, out, g))
     n = x.shape[-1]
@@ -131,10 +135,13 @@ def _cumprod_grad_with_zeros_arrays(x, out, g, d):
     k = xp.where(xp.any(zero, axis=-1), xp.argmax(xp.astype(zero, xp.int8), axis=-1), n)[..., None]
     before, at = idx < k, idx == k
     one = xp.ones((), dtype=x.dtype)
-    rev = xp.flip(xp.cumulative_sum(xp.flip(g * out, axis=-1), axis=-1), axis=-1)
+    w = xp.where(before, g * out, backend.zero_of(x))                    # torch: w masked to j < k
+    rev = xp.flip(xp.cumulative_sum(xp.flip(w, axis=-1), axis=-1), axis=-1)
     part1 = xp.where(before, rev / xp.where(before, x, one), backend.zero_of(x))
-    after = xp.cumulative_prod(xp.where(idx > k, x, one), axis=-1)      # prod_{k < m <= j} x_m
-    s = xp.sum(xp.where(idx >= k, g * after, backend.zero_of(x)), axis=-1, keepdims=True)
+    first_run = xp.cumulative_sum(xp.astype(zero, xp.int64), axis=-1) == 1    # k <= j < the second zero
+    # prod_{k < m <= j} x_m, over the first run only (1 elsewhere), times g masked to that run (torch)
+    after = xp.cumulative_prod(xp.where(first_run & (idx > k), x, one), axis=-1)
+    s = xp.sum(xp.where(first_run, g, backend.zero_of(x)) * after, axis=-1, keepdims=True)
     left = xp.sum(xp.where(idx == k - 1, out, backend.zero_of(x)), axis=-1, keepdims=True)
     left = xp.where(k == 0, one, left)                                  # prod_{m < k} x_m
     return xp.moveaxis(part1 + xp.where(at, left * s, backend.zero_of(x)), -1, d)
