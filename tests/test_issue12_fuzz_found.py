@@ -4,8 +4,6 @@ The expected values are PyTorch's (2.x, float64), written out so that the tests 
 """
 import math
 
-import pytest
-
 import autodsl as ad
 
 
@@ -55,9 +53,10 @@ def test_softmax_of_a_0d_nonfinite_is_nan_as_torch():
     assert ad.log_softmax(ad.tensor(2.0), 0).item() == 0.0
 
 
-# ---- found by the differential fuzz, still open (reported to the lead): strict xfails --------
-# Each names the KNOWN_OPEN entry of test_fuzz_vs_torch.py that lets the fuzz pass meanwhile;
-# when the bug is fixed, the test passes, strict makes that a failure, and both go.
+# ---- found by the differential fuzz, listed as open, since fixed ------------------------------
+# An open one is a strict xfail naming its KNOWN_OPEN entry of test_fuzz_vs_torch.py (which lets
+# the fuzz pass meanwhile); when the bug is fixed, the test passes, strict makes that a failure,
+# and the mark and the entry go.
 
 def test_cumprod_grad_along_a_dim_of_size_one_is_grad_as_torch():
     # found by the differential fuzz: the gradient divided by x even along a dim of size 1, where
@@ -88,10 +87,9 @@ def test_pow_half_grad_at_negative_zero_is_minus_inf_as_torch():
     assert x.grad.tolist() == [-math.inf, math.inf]
 
 
-@pytest.mark.xfail(strict=True, reason="open: index_select along dim 1 leaves a Fortran-ordered "
-                   "array, so reshape(-1) copies where torch's contiguous result gives a view "
-                   "(test_fuzz_vs_torch.LAYOUT)")
 def test_a_reshape_of_index_selects_result_is_a_view_as_torch():
+    # found by the differential fuzz: index_select along dim 1 left a Fortran-ordered array, so
+    # reshape(-1) copied where torch's contiguous result gives a view; its result is C-ordered now
     y = ad.index_select(ad.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), 1, ad.tensor([0, 0], dtype=ad.int64))
     v = y.reshape(-1)
     v[0] = 9.0

@@ -187,7 +187,9 @@ class IndexSelect(Op):
         self.src_shape = a.shape or (1,)
         self.key = (slice(None),) * d + (xp.reshape(index, (-1,)),)
         out = backend.getitem(xp.reshape(a, (1,)) if a.ndim == 0 else a, self.key)
-        return xp.reshape(out, ()) if a.ndim == 0 else out
+        # torch's result is contiguous; NumPy's along a dim other than 0 is not (Fortran-like),
+        # and a reshape of it would copy where torch's is a view (a write through it is lost)
+        return xp.reshape(out, ()) if a.ndim == 0 else backend.contiguous(out)
 
     rule = "grad added into zeros of x's shape at the selected slices (repeated indices add)"
 
