@@ -28,7 +28,8 @@ def seed_example():
 
 
 def by_hand(w1, w2=-1.5, b=1.0, x=2.0):
-    return (w2 * (w1 * x ** 2 + b)) ** 3
+    v = w2 * (w1 * x ** 2 + b)
+    return v * v * v        # x^3 is x*x*x, as torch's pow kernel computes it (Python's ** is pow())
 
 
 # ---- the op table -------------------------------------------------------------------------------
