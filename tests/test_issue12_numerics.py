@@ -463,3 +463,16 @@ def test_cumprod_gradient_with_zeros_inf_and_nan_is_torchs(create_graph):
                              create_graph=create_graph)
             np.testing.assert_allclose(_np(got), want.detach().numpy(), rtol=1e-12, equal_nan=True,
                                        err_msg=f"x={x} dim={d} grad={g}")
+
+
+def test_softmax_in_pieces_shifts_by_the_max_as_the_one_call_forward():
+    # ops/chunked.py runs softmax/log_softmax above 2^24 elements; called here on a small array
+    from autodsl.ops import chunked
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 50))
+    a[1, 7], a[2, :] = inf, -inf
+    with np.errstate(all="ignore"):
+        for pieces, op in ((chunked.softmax, ad.softmax), (chunked.log_softmax, ad.log_softmax)):
+            want = _np(op(ad.tensor(a, dtype="float64"), 1))
+            np.testing.assert_array_equal(pieces(a, 1), want)
+            assert np.all(np.isnan(want[1])) and np.all(np.isnan(want[2]))

@@ -214,7 +214,7 @@ def var(a, axes, keepdim, count, denom):
 
 
 def _shift(a, axes):
-    """The max over axes (keepdims), 0 where it is not finite: logsumexp's and softmax's shift."""
+    """The max over axes (keepdims), 0 where it is not finite: logsumexp's shift (torch's)."""
     xp = namespace_of(a)
     m = amax(a, axes, True)
     return xp.where(xp.isfinite(m), m, xp.zeros((), dtype=m.dtype))
@@ -232,11 +232,12 @@ def logsumexp(a, axes, keepdim):
 
 
 def _normalized(a, axis, finish):
-    """``finish(block, m, s)`` on every block, m the shifted max and s the sum of exp(a - m)
-    along ``axis`` (keepdims): softmax's and log_softmax's three passes."""
+    """``finish(block, m, s)`` on every block, m the max and s the sum of exp(a - m) along
+    ``axis`` (keepdims): softmax's and log_softmax's three passes. The max as it is, as the
+    one-call forward (torch's kernels): a +inf logit makes its slice nan."""
     xp = namespace_of(a)
     axes = (axis,)
-    m = _shift(a, axes)
+    m = amax(a, axes, True)
 
     def part(blk, oidx):
         return backend.reduce_sum(xp.exp(blk - m[oidx]), axes, True)
@@ -256,9 +257,9 @@ def softmax(a, axis):
 
 
 def log_softmax(a, axis):
-    """``a - (log(sum(exp(a - m))) + m)`` along ``axis`` in pieces."""
+    """``(a - m) - log(sum(exp(a - m)))`` along ``axis`` in pieces, as the one-call forward."""
     xp = namespace_of(a)
-    return _normalized(a, axis, lambda blk, m, s: blk - (xp.log(s) + m))
+    return _normalized(a, axis, lambda blk, m, s: (blk - m) - xp.log(s))
 
 
 def _add(x, y):
