@@ -429,7 +429,7 @@ class Var(_Reduction):
         self.denom = n - correction
         self.whole = dim is None or a.ndim == 0
         if a.size > chunked.LARGE:
-            return chunked.var(a, axes, keepdim, n, self.denom)
+            return chunked.var(a, axes, keepdim, n, builtins.max(self.denom, 0))
         return _sum_sq_dev(a, axes, keepdim, n) / builtins.max(self.denom, 0)
 
     rule = "grad * 2 * (a - mean(a)) / (n - correction)"
@@ -476,7 +476,7 @@ class Std(_Reduction):
         self.whole = dim is None or a.ndim == 0
         xp = namespace_of(a)
         if a.size > chunked.LARGE:
-            return xp.sqrt(chunked.var(a, axes, keepdim, n, self.denom))
+            return xp.sqrt(chunked.var(a, axes, keepdim, n, builtins.max(self.denom, 0)))
         return xp.sqrt(_sum_sq_dev(a, axes, keepdim, n) / builtins.max(self.denom, 0))
 
     rule = "grad * (a - mean(a)) / ((n - correction) * out)"
