@@ -362,7 +362,7 @@ def test_vars_describes_every_value_in_the_languages_words():
     text = out.getvalue()
     for py in ("CompiledFunction", "MinMaxResult", "(list)", "(str)", "NoneType", "(range)"):
         assert py not in text, text
-    for words in ("f (def f())", "g (a function)", "r (a tuple)", "l (a list)", "s (a string)",
+    for words in ("f (def f())", "g (a function)", "r (a (values, indices) pair)", "l (a list)", "s (a string)",
                   "n (none)", "rg (a range)", "k (3)"):
         assert words in text, text
 

@@ -22,7 +22,7 @@ __all__ = ["kind", "plain", "shown", "type_words"]
 # Python's and NumPy's type names as they appear in messages ('NoneType', <class 'float'>)
 _TYPE_WORDS = {
     "NoneType": "none", "None": "none", "bool": "a boolean", "int": "a number", "float": "a number",
-    "complex": "a complex number", "str": "a string", "list": "a list", "tuple": "a tuple",
+    "complex": "a complex number", "str": "a string", "list": "a list", "tuple": "a sequence",
     "dict": "a dictionary", "range": "a range", "function": "a function", "bytes": "bytes",
     "bytearray": "bytes",
     "builtin_function_or_method": "a function", "method": "a function", "UserFunction": "a function",
