@@ -258,7 +258,8 @@ TABLE = [
     "l = [1, 2]; l[2^70] = 1", 'l = [1, 2]; l["a"] += 1', "l = [1, 2]; l[0:1] = [3]",
     "seed(-1)", "seed(nan)", "seed(f)", "full([2, 3], 1.0, m)", "zeros_like(m, true)", "any(nan, 0)",
     "all(x, int64, 1.5)", "b[[x, m]]", "min(sort(x))", "x < [x, m]", "x + [1, none]",
-    "x.div(none, m)", "mse_loss(x, x, reduction=x)", "anomaly(true, mode=x)",
+    "x.div(none, m)", "mse_loss(x, x, reduction=x)", "anomaly(true, mode=x)", "x.sum(keepdim=x)",
+    "m.mean(0, keepdim=1)",
     "w = tensor([1.0], requires_grad=true); graph(w * 2, 5)", "w = tensor([1.0], requires_grad=true); graph(w * 2, sort(x))",
 ]
 

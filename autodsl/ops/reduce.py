@@ -60,6 +60,8 @@ class _Reduction(Op):
     """Shared bookkeeping: remember the input shape and the keepdim shape of the output."""
 
     def _setup(self, a, dim, keepdim):
+        if not isinstance(keepdim, backend.HOST_BOOL):     # torch: "keepdim must be bool"
+            raise TypeError_(f"{self.op_name}: keepdim must be true or false, not {shown(keepdim)}")
         self.in_shape = a.shape
         self.axes = _axes(dim, a.ndim)
         self.kshape = _kept(a.shape, self.axes)
