@@ -40,8 +40,10 @@ __all__ = ["LARGE", "MATMUL_PIECE", "PIECE", "abs_pow_sum", "amax", "amin", "arg
 LARGE = 1 << 24
 # Elements per piece of a reduction or pointwise op (a few milliseconds each).
 PIECE = 1 << 22
-# Multiply-adds per piece of a matrix product (BLAS does these in about a tenth of a second).
-MATMUL_PIECE = 1 << 29
+# Multiply-adds per piece of a matrix product: about a tenth of a second of BLAS on two cores.
+# Measured on a 3000 x 3000 product against one call: 2**29 took 1.55x its time, 2**31 1.13x
+# (smaller products run BLAS further from its full speed).
+MATMUL_PIECE = 1 << 31
 
 
 def blocks(shape, budget):
@@ -293,15 +295,18 @@ def matmul(a, b):
     batch index at a time; slabs of the batch for small matrices; the inner dim cut too only
     when it alone is above a piece. Shapes that do not fit go to the one call, which reports
     them."""
-    if matmul_work(a, b) <= LARGE:
+    work = matmul_work(a, b)
+    if work <= LARGE:
+        return a @ b
+    # an expanded operand (stride 0) is not BLAS's: NumPy's own loop is many times slower
+    piece = MATMUL_PIECE if _dense(a) and _dense(b) else MATMUL_PIECE // 16
+    if work <= piece:           # one piece's work: one call (smaller products cost BLAS speed)
         return a @ b
     xp = namespace_of(a)
     a2 = xp.expand_dims(a, axis=0) if a.ndim == 1 else a          # (n,) -> (1, n)
     b2 = xp.expand_dims(b, axis=-1) if b.ndim == 1 else b         # (n,) -> (n, 1)
     batch = tuple(backend.broadcast_shapes(a2.shape[:-2], b2.shape[:-2]))
     (m, n), p = a2.shape[-2:], b2.shape[-1]
-    # an expanded operand (stride 0) is not BLAS's: NumPy's own loop is many times slower
-    piece = MATMUL_PIECE if _dense(a2) and _dense(b2) else MATMUL_PIECE // 16
     inner = min(n, piece)
     kslices = [slice(k, min(k + inner, n)) for k in range(0, n, inner)]
     budget = max(1, piece // inner)                 # result elements per piece
