@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from autodsl.backend import broadcast_shapes
+from autodsl.backend import broadcast_shapes, dtype_of
 
 __all__ = ["check_op", "result_bytes"]
 
@@ -46,7 +46,8 @@ def result_bytes(cls, arrays, params=None) -> int:
     name = cls.op_name
     if cls.view or name in _SHRINKING or not arrays:
         return 0
-    itemsize = max(a.dtype.itemsize for a in arrays)
+    # through autodsl's dtype: array_api_strict's dtypes have no itemsize
+    itemsize = max(dtype_of(a).np.itemsize for a in arrays)
     if cls.floating:
         itemsize = max(itemsize, 8)
     if name in _MATMUL and len(arrays) == 2:
