@@ -72,6 +72,12 @@ def _run_one(s: autodsl.Session, source: str, whole: str) -> None:
 _PYTHON_VALUES = (int, float, str, list, tuple, range, type(None))
 
 
+def _is_python_function(value) -> bool:
+    """A built-in bound to a name (``z = tensor``): a function of the autodsl package, not a
+    script's."""
+    return inspect.isfunction(value) or inspect.isbuiltin(value) or inspect.ismethod(value)
+
+
 def _host_calls(s: autodsl.Session, source: str) -> None:
     """What a host program does with a session's values afterwards: show each one, call each
     script function, run backward on each tensor that requires grad (its hooks run). Each
@@ -82,7 +88,9 @@ def _host_calls(s: autodsl.Session, source: str) -> None:
             repr(value)
         calls = []
         if callable(value) and not isinstance(value, type):
-            calls = [lambda f=value: f(autodsl.tensor([1.0, -2.0], requires_grad=True)), value]
+            calls = [lambda f=value: f(autodsl.tensor([1.0, -2.0], requires_grad=True))]
+            if not _is_python_function(value):      # a built-in called wrongly from Python is
+                calls.append(value)                 # Python's TypeError, as for any Python API
         elif isinstance(value, autodsl.Tensor) and value.requires_grad:
             calls = [lambda v=value: v.sum().backward()]
         for call in calls:
