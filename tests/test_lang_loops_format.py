@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import signal
-import threading
 
 import numpy as np
 import pytest
@@ -15,6 +14,7 @@ from autodsl.cli.repl import Repl
 from autodsl.errors import DSLError, NameError_, ParseError, TypeError_, ValueError_
 from autodsl.lang import ast as A
 from autodsl.lang.parser import KEYWORDS, is_incomplete, parse
+from helpers.interrupt import sigint_after
 
 
 def session():
@@ -182,12 +182,8 @@ def test_sigint_stops_an_empty_while_true():
     out = io.StringIO()
     r = Repl(ad.Session(out=out), out=out)
     r.handle("x = 5")
-    timer = threading.Timer(0.3, lambda: signal.pthread_kill(threading.main_thread().ident, signal.SIGINT))
-    timer.start()
-    try:
+    with sigint_after(0.3):
         r.handle("x = 6\nwhile true {}")
-    finally:
-        timer.cancel()
     assert repl_mod.INTERRUPTED in out.getvalue()
     assert r.session["x"] == 5
 

@@ -21,6 +21,7 @@ import autodsl
 from autodsl.cli import repl as repl_mod
 from autodsl.cli.repl import Repl, SourceValidator
 from autodsl.cli.complete import AutodslCompleter, call_context
+from helpers.interrupt import sigint_after
 
 ROOT = Path(__file__).resolve().parents[1]
 ENTER = "\r"
@@ -258,12 +259,8 @@ def test_sigint_from_a_timer_interrupts_a_long_loop_and_rolls_back():
     r, out = make_repl()
     r.handle(SETUP)
     before = _state(r.session)
-    timer = threading.Timer(0.3, lambda: signal.pthread_kill(threading.main_thread().ident, signal.SIGINT))
-    timer.start()
-    try:
+    with sigint_after(0.3):
         r.handle(LOOP.format(n=10_000_000, extra=""))
-    finally:
-        timer.cancel()
     assert INTERRUPTED_LINE in out.getvalue()
     assert _state(r.session) == before
 
