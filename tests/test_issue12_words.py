@@ -329,7 +329,7 @@ def test_a_message_without_python_words_is_unchanged():
 @pytest.mark.parametrize("value, words", [
     (None, "none"), (True, "a boolean"), (2, "a number"), (2.5, "a number"), ("a", "a string"),
     ([1], "a list"), ((2, 3), "a shape"), (len, "a function"), (lambda g: g, "a function"),
-    (np.float32(1), "a number"), (ad.tensor([1.0]), "a tensor"), (np.zeros(2), "a NumPy array"),
+    (np.float32(1), "a number"), (ad.tensor([1.0]), "a tensor"), (np.zeros(2), "a NumPy array (give the session a tensor instead: autodsl.tensor(array))"),
     ((1, "a"), "a sequence"), (ad.int64, "a dtype"),
 ])
 def test_kind_names_a_value_as_the_language_does(value, words):

@@ -411,14 +411,4 @@ def _not_in_graph(t, fname, constant=False) -> str:
 
 def value_kind(v) -> str:
     """The kind of a Python value in the language's words ("a number", "none", ...)."""
-    if v is None:
-        return "none"
-    if isinstance(v, bool):
-        return "a boolean"
-    if isinstance(v, (int, float)):
-        return "a number"
-    if isinstance(v, str):
-        return "a string"
-    if isinstance(v, Tensor):
-        return "a tensor"
     return _words_kind(v)

@@ -69,10 +69,14 @@ def kind(v) -> str:
     text = getattr(type(v), "LANG_DESCRIPTION", None)      # a type may name itself ("an sgd optimizer")
     if text is not None:
         return text
+    if isinstance(v, range):
+        return "a range"
     if hasattr(type(v), "next_functions"):     # a grad_fn (core/node.py sits above this module)
         return "a graph node"
     if callable(v) and not isinstance(v, type):
         return "a function"
+    if type(v).__name__ == "ndarray":       # given from Python (Session.run(variables=...))
+        return "a NumPy array (give the session a tensor instead: autodsl.tensor(array))"
     return type_words(type(v).__name__)
 
 

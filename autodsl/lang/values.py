@@ -12,10 +12,9 @@ import math
 from autodsl.errors import (DSLError, IndexError_, RuntimeError_, ShapeError, TypeError_, ValueError_)
 from autodsl.core.tensor import Tensor
 
-from autodsl.core.node import Node as _GraphNode
 from autodsl.core.display import format_value
 from autodsl.core.limits import memory_error
-from autodsl.core.words import plain, shown, type_words
+from autodsl.core.words import kind, plain, shown, type_words
 
 __all__ = ["describe", "describe_value", "translate_exception", "truth", "number_pow",
            "param_text", "suggest", "NUMBER_TYPES"]
@@ -25,33 +24,8 @@ NUMBER_TYPES = _NUMBER
 
 
 def describe(v) -> str:
-    """The kind of a value, in the language's words."""
-    if v is None:
-        return "none"
-    if isinstance(v, bool):
-        return "a boolean"
-    if isinstance(v, _NUMBER):
-        return "a number"
-    if isinstance(v, str):
-        return "a string"
-    if isinstance(v, Tensor):
-        return "a tensor"
-    if isinstance(v, list):
-        return "a list"
-    if type(v) is tuple:          # the language has no tuple literal: a tuple of integers is a shape
-        return "a shape" if all(type(n) is int for n in v) else "a sequence"
-    if isinstance(v, range):
-        return "a range"
-    if callable(v):
-        return "a function"
-    if isinstance(v, _GraphNode):
-        return "a graph node"
-    text = getattr(type(v), "LANG_DESCRIPTION", None)      # a type may name itself ("an sgd optimizer")
-    if text is not None:
-        return text
-    if type(v).__name__ == "ndarray":       # given from Python (Session.run(variables=...))
-        return "a NumPy array (give the session a tensor instead: autodsl.tensor(array))"
-    return type_words(type(v).__name__)
+    """The kind of a value, in the language's words (``core/words.kind``)."""
+    return kind(v)
 
 
 def describe_value(v) -> str:
