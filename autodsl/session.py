@@ -61,6 +61,22 @@ _RECURSION_LIMIT = 20000
 _GC_GEN0 = 10_000     # allocations between young collections while a script runs (CPython: 700)
 
 
+def _size_option(name: str, size, example: str):
+    """A size option's value (bytes, a whole float such as 1e9, or a text such as "512M") as
+    bytes, or None; ValueError_ in the option's words otherwise."""
+    if isinstance(size, float) and size.is_integer() and size > 0:
+        size = int(size)
+    if size is None:
+        return None
+    if not isinstance(size, (int, str)) or isinstance(size, bool):
+        raise ValueError_(f"{name} is a number of bytes or a size such as \"{example}\" (or None), "
+                          f"not {describe(size)}")
+    try:
+        return parse_size(size)
+    except ValueError as e:
+        raise ValueError_(f"{name}: {e}") from None
+
+
 class UnknownNameError(NameError_, KeyError):
     """``session[name]`` for a name that is not bound (also a KeyError)."""
 
@@ -136,17 +152,7 @@ class Session:
 
     @memory_limit.setter
     def memory_limit(self, size) -> None:
-        if isinstance(size, float) and size.is_integer() and size > 0:
-            size = int(size)            # (memory_limit=1e9)
-        if size is not None:
-            if not isinstance(size, (int, str)) or isinstance(size, bool):
-                raise ValueError_(f"memory_limit is a number of bytes or a size such as \"512M\" (or None), "
-                                  f"not {describe(size)}")
-            try:
-                size = parse_size(size)
-            except ValueError as e:
-                raise ValueError_(f"memory_limit: {e}") from None
-        self._limits = self._limits[:2] + (size,)
+        self._limits = self._limits[:2] + (_size_option("memory_limit", size, "512M"),)
 
     @property
     def source_limit(self) -> int:
@@ -157,15 +163,7 @@ class Session:
 
     @source_limit.setter
     def source_limit(self, size) -> None:
-        if size is not None:
-            if not isinstance(size, (int, str)) or isinstance(size, bool):
-                raise ValueError_(f"source_limit is a number of bytes or a size such as \"64M\" (or None), "
-                                  f"not {describe(size)}")
-            try:
-                size = parse_size(size)
-            except ValueError as e:
-                raise ValueError_(f"source_limit: {e}") from None
-        self._ctx.source_limit = size
+        self._ctx.source_limit = _size_option("source_limit", size, "64M")
 
     @contextlib.contextmanager
     def _entry_limits(self):
