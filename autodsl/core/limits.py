@@ -120,7 +120,7 @@ def parse_size(text) -> int:
         value = float(number) * (10 ** int(exp) if exp else 1) * (1024 if binary else 1000) ** _UNITS[unit.lower()]
         n = int(value)
     if n <= 0:
-        raise ValueError(f"{text!r} is not a size: a memory limit is a positive number of bytes")
+        raise ValueError(f"{text!r} is not a size: a size is a positive number of bytes")
     return n
 
 
