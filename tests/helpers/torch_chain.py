@@ -16,6 +16,7 @@ import math
 from hypothesis import strategies as st
 
 import autodsl as ad
+from op_samples import _Torch as _OpSamplesTorch
 
 __all__ = ["AD", "OPS", "TORCH", "Op"]
 
@@ -41,19 +42,11 @@ class _AD:
         return ad.norm(x, p=p, dim=dim, keepdim=keepdim)
 
 
-class _Torch:
-    """PyTorch with autodsl's signatures where they differ."""
+class _Torch(_OpSamplesTorch):
+    """PyTorch with autodsl's signatures where they differ: the op table's (tests/op_samples.py),
+    and the few the chains add."""
 
     is_torch = True
-
-    def __getattr__(self, name):
-        import torch
-        return getattr(torch, name)
-
-    @staticmethod
-    def _t():
-        import torch
-        return torch
 
     def softplus(self, x):
         return self._t().nn.functional.softplus(x)
@@ -63,18 +56,6 @@ class _Torch:
 
     def relu(self, x):
         return self._t().relu(x)
-
-    def amax(self, x, dim=None, keepdim=False):
-        return self._t().amax(x, dim=() if dim is None else dim, keepdim=keepdim)
-
-    def amin(self, x, dim=None, keepdim=False):
-        return self._t().amin(x, dim=() if dim is None else dim, keepdim=keepdim)
-
-    def prod(self, x, dim=None, keepdim=False):
-        t = self._t()
-        if dim is not None:
-            return t.prod(x, dim=dim, keepdim=keepdim)
-        return t.prod(x).reshape([1] * x.ndim) if keepdim else t.prod(x)
 
     def sum(self, x, dim=None, keepdim=False):
         return self._t().sum(x, dim=() if dim is None else dim, keepdim=keepdim)
