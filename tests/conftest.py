@@ -5,6 +5,9 @@
 the whole suite shows that autodsl calls nothing NumPy-only on tensor data. Subprocesses
 (the CLI and REPL tests) inherit it through the environment. A test that is inherently about
 NumPy is marked ``@pytest.mark.numpy_only("why")`` and skips there with that reason.
+
+``--device cuda|dask`` runs the op table (tests/test_ops_*.py) with that default device
+(tests/op_device.py); the rest of the suite stays on cpu.
 """
 from __future__ import annotations
 
@@ -25,6 +28,8 @@ if _ROOT not in sys.path:
 def pytest_addoption(parser):
     parser.addoption("--array-api", choices=("numpy", "strict"), default=None,
                      help="the array namespace of the cpu device (default: $AUTODSL_ARRAY_API, else numpy)")
+    parser.addoption("--device", choices=("cpu", "cuda", "dask"), default="cpu",
+                     help="the device the op table (tests/test_ops_*.py) runs on; see tests/op_device.py")
 
 
 def pytest_configure(config):
@@ -35,12 +40,24 @@ def pytest_configure(config):
         os.environ["AUTODSL_ARRAY_API"] = name      # for subprocesses, and for the import below
         from autodsl import backend
         backend.use_namespace(name)
+    from op_device import check_option
+    check_option(config)
+
+
+@pytest.fixture(autouse=True)
+def _op_table_device(request):
+    """Under --device cuda|dask, an op-table test runs with that default device (tests/op_device.py)."""
+    from op_device import on_device
+    with on_device(request):
+        yield
 
 
 def pytest_report_header(config):
     import importlib.util
     from autodsl import backend
     lines = [f"autodsl: cpu array namespace {backend.namespace_name()}"]
+    if config.getoption("--device") != "cpu":
+        lines.append(f"autodsl: the op table runs on device {config.getoption('--device')}")
     # PyTorch is only a reference: say up front when the comparisons against it will skip
     if importlib.util.find_spec("torch") is None:
         lines.append("autodsl: PyTorch is not installed, so the comparisons against it skip "

@@ -1,0 +1,43 @@
+"""``pytest --device cpu|cuda|dask``: the op table (tests/test_ops_*.py) on another device.
+
+The table builds its inputs with ``ad.tensor(...)`` from NumPy values (helpers.to_ad) and brings
+results back with ``.numpy()``; under ``--device NAME`` every test of an op-table module runs with
+NAME as the default device, so its inputs (and every tensor it makes without a device) live there,
+while the references (NumPy, PyTorch, finite differences) stay on the host. The default, cpu,
+changes nothing. The other tests of the suite are about the language and the tools, not about
+where an op computes, and keep the cpu device.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+
+DEVICES = ("cpu", "cuda", "dask")
+
+# the modules of the op table: the ones the option moves to another device
+OP_TABLE_PREFIX = "test_ops_"
+
+
+def check_option(config) -> str:
+    """The --device value, checked once at start: a device that cannot be used stops the run
+    with the device's own message rather than failing every test."""
+    name = config.getoption("--device")
+    if name != "cpu":
+        from autodsl import backend
+        from autodsl.errors import DSLError
+        try:
+            backend.check_device(name)
+        except DSLError as e:
+            raise pytest.UsageError(f"--device {name}: {e.message}") from None
+    return name
+
+
+def on_device(request):
+    """A context manager that makes the --device the default device for an op-table test."""
+    name = request.config.getoption("--device")
+    module = getattr(request, "module", None)
+    if name == "cpu" or module is None or not module.__name__.rsplit(".", 1)[-1].startswith(OP_TABLE_PREFIX):
+        return contextlib.nullcontext()
+    from autodsl import backend
+    return backend.defaults(device=name)
