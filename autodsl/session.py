@@ -10,7 +10,9 @@ then executes it statement by statement under the session's default device
 and dtype. A bare expression statement prints its value; ``run`` returns the
 value of the last statement when it is a bare expression, else None. An error
 raises a DSLError with its position; bindings made before the failing
-statement stay, and the failing statement binds nothing.
+statement stay, and the failing statement binds nothing. ``echo=False`` prints nothing for bare
+expressions; ``echo=callback`` hands each value to ``callback(value)`` instead of printing
+it (the Jupyter kernel's rich display, ``autodsl/cli/kernel.py``).
 
 Limits for running untrusted code (all None by default: no limits):
 
@@ -337,6 +339,9 @@ class Session:
 
     def _echo(self, value) -> None:
         if not self.echo:
+            return
+        if callable(self.echo):     # a notebook kernel shows the value itself (rich display)
+            self.echo(value)
             return
         out = self.out if self.out is not None else sys.stdout
         out.write(_format(value) + "\n")
