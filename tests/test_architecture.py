@@ -2,7 +2,7 @@
 another, function-local imports only for optional dependencies, and no module-level mutable
 state besides what the allowlist below names (tables filled at import, memo caches, id counters).
 
-    cli -> session -> lang -> (the autodsl facade) -> tools -> ops -> core -> backend
+    cli, kernel -> session -> lang -> (the autodsl facade) -> tools -> ops -> core -> backend
         -> names -> errors, textfmt -> source -> context
 
 Every import in every module is checked, including imports inside functions. The package's
@@ -29,7 +29,7 @@ LAYERS = [
     ["autodsl"],            # the public API facade (autodsl/__init__.py)
     ["lang"],
     ["session"],
-    ["cli", "__main__"],
+    ["cli", "__main__", "kernel"],    # kernel: the Jupyter kernel's launcher (python -m autodsl.kernel)
 ]
 LEVEL = {name: i for i, names in enumerate(LAYERS) for name in names}
 
@@ -57,6 +57,7 @@ ALLOWED_GLOBALS = {
     "autodsl.backend:_cupy": "CuPy, loaded on first use",
     "autodsl.backend:_cupy_xp": "CuPy's namespace, loaded on first use",
     "autodsl.backend:_strict_xp": "array_api_strict, loaded on first use",
+    "autodsl.backend:_dask_xp": "dask's namespace, loaded on first use",
     "autodsl.ops.promotion:_CONSTANTS": "memo cache: one 0-d tensor per Python constant (Note [constant tensors])",
     "autodsl.core.node:_seq": "id counter: creation order of nodes (seq_nr)",
     "autodsl.core.node:_hook_ids": "id counter of hook handles",
