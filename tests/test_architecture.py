@@ -37,7 +37,7 @@ LEVEL = {name: i for i, names in enumerate(LAYERS) for name in names}
 # (scipy is a dependency imported on first use: tests/test_ops_pointwise.py checks that
 # importing autodsl does not import it.)
 OPTIONAL = {"cupy", "cupyx", "dask", "distributed", "matplotlib", "IPython", "ipykernel", "graphviz",
-            "array_api_strict"}
+            "jupyter_client", "array_api_strict"}
 
 # Module-level mutable objects that are not per-run state, each with why it may be global.
 ALLOWED_GLOBALS = {
