@@ -63,13 +63,18 @@ class RunContext:
       ``seed`` (key "seed"); a thread's context draws from ``DEFAULT``'s, a Session from its own.
     * ``source_limit`` (None: 16 MB): the most bytes ``include`` and text ``load`` read of one file
       (``core/text_input.py``).
+    * ``dask_scheduler`` (None): what computes dask arrays (``backend/dask_device.Scheduler``, a
+      Session's); None: the default distributed Client if any, else dask's default scheduler.
+    * ``deferred`` (None): value checks of ops on "cuda" or a lazy device waiting for the values
+      to be read (``core/deferred.py``).
     """
 
     __slots__ = ("grad_enabled", "pos", "ieee_depth", "in_pass", "quiet", "anomaly", "journal",
                  "names", "files_allowed", "base_dir", "trace_enabled", "trace_sink", "trace_printer",
                  "last_trace", "last_backward", "breaks", "loop_progress", "language", "default_dtype",
                  "default_device", "owns_defaults", "capture", "limits", "host_entry", "rng",
-                 "source_limit")
+                 "source_limit", "dask_scheduler",
+                 "deferred")
 
     def __init__(self, **fields):
         self.grad_enabled = True
@@ -98,6 +103,8 @@ class RunContext:
         self.host_entry = None
         self.rng = {}
         self.source_limit = None
+        self.dask_scheduler = None
+        self.deferred = None
         for k, v in fields.items():
             setattr(self, k, v)
 

@@ -13,6 +13,8 @@ array-api-compat:
   set at import or ``use_namespace("strict")`` is called: the test suite runs
   on it to prove that the code uses nothing NumPy-only.
 * "cuda": CuPy through ``array_api_compat.cupy``.
+* "dask": ``array_api_compat.dask.array`` (lazy, chunked arrays; ``backend/dask_device.py``
+  holds what the device adds: chunks, computing, the scheduler).
 
 What the standard lacks has one implementation per namespace here:
 scatter-add (index gradients), indexing patterns the standard leaves out
@@ -38,6 +40,7 @@ import numpy as np
 
 from autodsl.context import DEFAULT, current, scoped
 from autodsl.errors import DeviceError, DTypeError, TypeError_, ValueError_
+from autodsl.backend import dask_device
 
 __all__ = [
     "DType", "float32", "float64", "int32", "int64", "bool_", "DTYPES", "as_dtype",
@@ -47,8 +50,11 @@ __all__ = [
     "scatter_add", "native_dtype", "kind_of", "copy", "ufunc_inplace", "unshared", "where", "zero_of", "writeable", "contiguous", "getitem",
     "setitem", "random_uniform", "random_normal", "fp_errors_off", "fp_errors_restore", "broadcast_shapes",
     "use_namespace", "namespace_name", "SCALAR_TYPES", "inplace_ufunc", "reduce_sum", "reduce_mean", "swap_last", "HOST_BOOL", "HOST_INT", "HOST_FLOAT",
-    "is_host_array", "scalar_array", "NAMESPACES",
+    "is_host_array", "scalar_array", "NAMESPACES", "DEVICES", "is_lazy", "broadcast_to",
 ]
+
+# The devices check_device() accepts (a REPL lists these).
+DEVICES = ("cpu", "cuda", "dask")
 
 # The names use_namespace() and AUTODSL_ARRAY_API accept for the "cpu" device.
 NAMESPACES = ("numpy", "strict")
@@ -225,6 +231,7 @@ _NUMPY_NATIVE = getattr(np, "__array_api_version__", "0") >= "2023.12"
 _np_xp = array_api_compat.array_namespace(np.empty(0), use_compat=not _NUMPY_NATIVE)
 _cupy_xp = None          # array_api_compat.cupy, once cuda is asked for
 _strict_xp = None        # array_api_strict, once asked for
+_dask_xp = None          # array_api_compat.dask.array, once dask is asked for
 _cpu = [_np_xp, "numpy"]                 # the "cpu" namespace and its name
 _native_tables: dict[int, dict] = {}     # id(namespace) -> {"float64": its dtype, ...}
 _namespaces: dict[int, object] = {}      # id(namespace) -> namespace
@@ -266,6 +273,15 @@ def _load_strict():
     return _strict_xp
 
 
+def _load_dask():
+    global _dask_xp
+    if _dask_xp is None:
+        ns, array_type = dask_device.load()
+        _register(ns, array_type, "dask", "dask")
+        _dask_xp = ns
+    return _dask_xp
+
+
 def use_namespace(name: str):
     """Make the "cpu" device use the array namespace ``name``: "numpy" (the default) or
     "strict" (``array_api_strict``: the Array API standard and nothing else, for tests).
@@ -297,8 +313,8 @@ class _Restore:
 
 
 def namespace_name(device: str = "cpu") -> str:
-    """"numpy" or "strict" for "cpu", "cupy" for "cuda"."""
-    return _cpu[1] if device == "cpu" else "cupy"
+    """"numpy" or "strict" for "cpu", "cupy" for "cuda", "dask" for "dask"."""
+    return _cpu[1] if device == "cpu" else "dask" if device == "dask" else "cupy"
 
 
 def get_default_dtype() -> DType:
@@ -333,7 +349,7 @@ def get_default_device() -> str:
 
 
 def set_default_device(device) -> None:
-    """Set the default device ("cpu" or "cuda"); raises DeviceError if it is unavailable."""
+    """Set the default device ("cpu", "cuda" or "dask"); raises DeviceError if it is unavailable."""
     _defaults_holder().default_device = check_device(device)
 
 
@@ -383,24 +399,30 @@ def _load_cupy():
 
 
 def check_device(device) -> str:
-    """Normalise a device name ("cpu", "cuda", "cuda:0") and check that it can be used."""
+    """Normalise a device name ("cpu", "cuda", "cuda:0", "dask") and check that it can be used."""
     if device is None:
         return get_default_device()
     if not isinstance(device, str):
-        raise DeviceError("a device is named by a string: \"cpu\" or \"cuda\" (or a tensor's .device)")
+        raise DeviceError("a device is named by a string: \"cpu\", \"cuda\" or \"dask\" (or a tensor's .device)")
     name = device.strip().lower()
     if name == "cpu":
         return "cpu"
     if name in ("cuda", "cuda:0", "gpu"):
         _load_cupy()
         return "cuda"
-    raise DeviceError(f"unknown device {device!r}; use 'cpu' or 'cuda'")
+    if name == "dask":
+        _load_dask()
+        return "dask"
+    raise DeviceError(f"unknown device {device!r}; use 'cpu', 'cuda' or 'dask'")
 
 
 def xp(device: str):
-    """The array namespace of a device (NumPy or array_api_strict for "cpu", CuPy for "cuda")."""
+    """The array namespace of a device (NumPy or array_api_strict for "cpu", CuPy for "cuda",
+    array_api_compat's dask.array for "dask")."""
     if device == "cpu":
         return _cpu[0]
+    if device == "dask":
+        return _load_dask()
     _load_cupy()
     return _cupy_xp
 
@@ -414,7 +436,7 @@ def _flavor(arr) -> str:
 
 
 def device_of(arr) -> str:
-    """"cpu" or "cuda": where a backend array lives."""
+    """"cpu", "cuda" or "dask": where a backend array lives."""
     d = _DEVICE_BY_TYPE.get(type(arr))
     if d is None:
         _namespace_slow(arr)
@@ -436,6 +458,8 @@ def _namespace_slow(arr):
         return _cupy_xp
     if _strict_xp is None and type(arr).__module__.startswith("array_api_strict"):
         _load_strict()
+    if _dask_xp is None and dask_device.is_dask(arr):
+        _load_dask()
     ns = _NS_BY_TYPE.get(type(arr))
     if ns is None:
         raise DeviceError(f"autodsl does not work on arrays of type {type(arr).__name__}")
@@ -454,17 +478,30 @@ def to_host(arr, copy: bool = False) -> np.ndarray:
     f = _flavor(arr)
     if f == "cupy":
         return _cupy.asnumpy(arr)
+    if f == "dask":                      # computed (once per graph: printing twice computes once)
+        host = dask_device.to_host(arr)
+        return host.copy() if copy else host
     host = np.from_dlpack(arr)           # array_api_strict: a zero-copy view through DLPack
     return host.copy() if copy else host
 
 
-def asarray(data, dtype: DType | None, device: str, copy: bool | None = None):
+def asarray(data, dtype: DType | None, device: str, copy: bool | None = None, chunks=None):
     """Make a backend array on ``device`` from nested lists, numbers or host/backend arrays.
 
-    ``copy=True`` always copies; None copies only when needed.
+    ``copy=True`` always copies; None copies only when needed. ``chunks`` (dask's meaning,
+    "auto" when None) is read on the "dask" device only.
     """
     mod = xp(device)
     nd = None if dtype is None else native_dtype(dtype, mod)
+    if device == "dask":                 # (dask arrays are immutable: copy= means nothing there)
+        if dask_device.is_dask(data):
+            arr = data if nd is None or data.dtype == nd else mod.astype(data, nd)
+            return arr if chunks is None else arr.rechunk(chunks)
+        if not isinstance(data, np.ndarray):
+            data = np.asarray(to_host(data) if hasattr(data, "__dlpack__") else data, dtype=nd)
+        elif nd is not None and data.dtype != nd:
+            data = data.astype(nd)
+        return dask_device.from_host(data, chunks)
     if copy is None:
         return mod.asarray(data, dtype=nd)
     return mod.asarray(data, dtype=nd, copy=copy)
@@ -478,6 +515,9 @@ def special(name: str, arr, *before):
         import cupyx.scipy.special as sp  # noqa: PLC0415  (optional: only with CuPy arrays)
         return namespace_of(arr).astype(getattr(sp, name)(*before, arr), arr.dtype, copy=False)
     import scipy.special as sp  # noqa: PLC0415  (on first use)
+    if device_of(arr) == "dask":         # chunk by chunk, lazily
+        fn = getattr(sp, name)
+        return arr.map_blocks(lambda b: fn(*before, b).astype(b.dtype, copy=False), dtype=arr.dtype)
     return asarray(getattr(sp, name)(*before, to_host(arr)), dtype_of(arr), "cpu")
 
 
@@ -575,7 +615,9 @@ def ufunc_inplace(name: str, arr, other) -> bool:
     is exactly what computing a new array and copying it back would give: ``arr`` a writeable
     floating NumPy array, ``other`` a float (or an int below 2**53) or a NumPy array of arr's dtype
     that broadcasts to arr's shape. Returns False (and does nothing) otherwise."""
-    if type(arr) is not np.ndarray or arr.dtype.kind != "f" or not arr.flags.writeable:
+    if type(arr) is not np.ndarray:
+        return _flavor(arr) == "cupy" and _cupy_ufunc_inplace(name, arr, other)
+    if arr.dtype.kind != "f" or not arr.flags.writeable:
         return False
     to = type(other)
     if to is np.ndarray:
@@ -593,12 +635,56 @@ def ufunc_inplace(name: str, arr, other) -> bool:
     return True
 
 
+def _cupy_ufunc_inplace(name: str, arr, other) -> bool:
+    """``ufunc_inplace`` for a CuPy array: its ufuncs take ``out=`` as NumPy's do (no new array,
+    no copy back). CuPy does not copy an operand that overlaps ``out`` first, as NumPy does, so
+    an overlapping one other than arr itself goes the copying way."""
+    if kind_of(arr.dtype) != "f":
+        return False
+    to = type(other)
+    if to is type(arr):
+        if other.dtype != arr.dtype:
+            return False
+        if other.shape != arr.shape:
+            try:
+                if np.broadcast_shapes(other.shape, arr.shape) != arr.shape:
+                    return False
+            except ValueError:
+                return False
+        if other is not arr and _cupy.may_share_memory(arr, other):
+            return False
+    elif not (to is float or (to is int and -2**53 < other < 2**53)):
+        return False
+    getattr(_cupy, _CUPY_UFUNCS[name])(arr, other, out=arr)
+    return True
+
+
+_CUPY_UFUNCS = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "true_divide"}
+
+
 def unshared(arr, refs: int) -> bool:
-    """True when ``arr`` is a writeable NumPy array that owns its memory and that nothing
-    holds but the ``refs`` references its caller knows of (then it may be kept instead of
-    copied, as PyTorch's AccumulateGrad steals a gradient nobody else holds)."""
-    return (type(arr) is np.ndarray and arr.base is None and arr.flags.writeable
-            and sys.getrefcount(arr) <= refs + 1)       # +1: getrefcount's own argument
+    """True when ``arr`` is a writeable NumPy or CuPy array that owns its memory and that
+    nothing holds but the ``refs`` references its caller knows of (then it may be kept instead
+    of copied, as PyTorch's AccumulateGrad steals a gradient nobody else holds). Never for a
+    dask array (immutable: nothing to steal) or array_api_strict's (its base is not visible)."""
+    if type(arr) is np.ndarray:
+        return arr.base is None and arr.flags.writeable and sys.getrefcount(arr) <= refs + 1   # +1: getrefcount's
+    return _flavor(arr) == "cupy" and arr.base is None and sys.getrefcount(arr) <= refs + 1
+
+
+# Hosts: namespaces whose values are in host memory, where reading one costs no host sync
+_HOST_FLAVORS = frozenset({"numpy", "strict"})
+
+
+def on_host(arr) -> bool:
+    """True when reading ``arr``'s values costs nothing: a NumPy (or array_api_strict) array.
+    False on "cuda" (a read waits for the GPU: a host sync) and on a lazy device (a read
+    computes the graph): ops test values (``if any(...)``) only where this is true, and
+    otherwise compute both branches with ``where`` or leave the test to ``core/deferred.py``."""
+    return type(arr) is np.ndarray or _flavor(arr) in _HOST_FLAVORS
+
+
+__all__ += ["on_host"]
 
 
 def copy(arr):
@@ -607,7 +693,22 @@ def copy(arr):
         return arr.copy(order="K")
     if isinstance(arr, np.generic):     # immutable (a compiled program's 0-d values): itself
         return arr
+    if _flavor(arr) == "dask":          # a new array object (dask's item assignment rebinds one)
+        return arr.copy()
     return namespace_of(arr).asarray(arr, copy=True)
+
+
+def is_lazy(arr) -> bool:
+    """Whether ``arr`` is a graph computed later (a dask array): its values are not at hand."""
+    return _FLAVOR_BY_TYPE.get(type(arr)) == "dask"
+
+
+def broadcast_to(a, shape: tuple):
+    """``a`` broadcast to ``shape`` (a read-only view); on dask in chunks that keep a's and cut
+    the new dims in dask's "auto" sizes (``dask_device.broadcast_to``)."""
+    if _FLAVOR_BY_TYPE.get(type(a)) == "dask":
+        return dask_device.broadcast_to(a, shape)
+    return namespace_of(a).broadcast_to(a, shape)
 
 
 def writeable(arr) -> bool:
@@ -627,6 +728,8 @@ def contiguous(arr):
         return np.asarray(arr, order="C")         # (ascontiguousarray would make a 0-d array 1-d)
     if f == "cupy":
         return _cupy.asarray(arr, order="C")
+    if f == "dask":                     # (no memory layout to speak of)
+        return arr
     host = np.from_dlpack(arr)
     return arr if host.flags.c_contiguous else namespace_of(arr).asarray(np.ascontiguousarray(host))
 
@@ -638,6 +741,8 @@ def may_share_memory(a, b) -> bool:
     f = _flavor(a)
     if f == "cupy":
         return _cupy.may_share_memory(a, b)
+    if f == "dask":                     # graphs, not memory: nothing is shared
+        return False
     if _flavor(b) != f:
         return False
     return bool(np.may_share_memory(np.from_dlpack(a), np.from_dlpack(b)))
@@ -758,7 +863,7 @@ def _generator(device: str):
     g = gens.get(device)
     if g is None:
         n = gens.get("seed")        # a device first used after seed(n) starts from n too
-        if device == "cpu":
+        if device in ("cpu", "dask"):    # dask draws on the host (or seeds its chunks from it)
             g = np.random.default_rng(n)
         else:
             g = _load_cupy().random.default_rng(n)
@@ -772,13 +877,19 @@ def _on_device(host, device: str):
     return host
 
 
-def random_uniform(shape: tuple, dtype: DType, device: str):
-    """Uniform numbers in [0, 1) of ``shape`` and ``dtype`` on ``device`` (see ``seed``)."""
+def random_uniform(shape: tuple, dtype: DType, device: str, chunks=None):
+    """Uniform numbers in [0, 1) of ``shape`` and ``dtype`` on ``device`` (see ``seed``;
+    ``chunks`` on "dask" only, see ``dask_device.random``)."""
+    if device == "dask":
+        return dask_device.random(_generator(device), "uniform", shape, dtype.np, chunks)
     return _on_device(_generator(device).random(shape).astype(dtype.np), device)
 
 
-def random_normal(shape: tuple, dtype: DType, device: str):
-    """Standard normal numbers of ``shape`` and ``dtype`` on ``device`` (see ``seed``)."""
+def random_normal(shape: tuple, dtype: DType, device: str, chunks=None):
+    """Standard normal numbers of ``shape`` and ``dtype`` on ``device`` (see ``seed``;
+    ``chunks`` on "dask" only)."""
+    if device == "dask":
+        return dask_device.random(_generator(device), "normal", shape, dtype.np, chunks)
     return _on_device(_generator(device).standard_normal(shape).astype(dtype.np), device)
 
 

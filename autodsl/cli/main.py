@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="*", metavar="FILE.ad",
                    help="script files to run, in order, in one session (- reads standard input)")
     p.add_argument("-c", dest="source", metavar="SOURCE", help="run SOURCE as a script")
-    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="default device (default: cpu)")
+    p.add_argument("--device", choices=["cpu", "cuda", "dask"], default="cpu", help="default device (default: cpu)")
     p.add_argument("--dtype", choices=["float32", "float64"], default=None,
                    help="default floating dtype (default: float64)")
     p.add_argument("--trace", action="store_true", help="print a step-by-step trace of every backward")

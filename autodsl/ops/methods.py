@@ -54,8 +54,8 @@ def _to(self, device=None, dtype=None):
         device, dtype = device.device, device.dtype
     elif dtype is None and (isinstance(device, DType) or device in _DTYPE_NAMES):
         device, dtype = None, device
-    elif isinstance(device, str) and device.strip().lower() not in ("cpu", "cuda", "cuda:0", "gpu"):
-        raise DeviceError(f"x.to({device!r}): {device!r} is neither a device ('cpu', 'cuda') nor a dtype "
+    elif isinstance(device, str) and device.strip().lower() not in ("cpu", "cuda", "cuda:0", "gpu", "dask"):
+        raise DeviceError(f"x.to({device!r}): {device!r} is neither a device ('cpu', 'cuda', 'dask') nor a dtype "
                           f"({', '.join(_DTYPE_NAMES)})")
     return to_op(self, device=device, dtype=dtype)
 

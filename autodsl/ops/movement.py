@@ -124,7 +124,7 @@ class Expand(Op):
         if shape == a.shape:
             return a[...]          # nothing to broadcast: a plain (writable) view, as in torch
         try:
-            return namespace_of(a).broadcast_to(a, shape)
+            return backend.broadcast_to(a, shape)     # (dask: chunks kept, new dims "auto")
         except ValueError:
             raise ShapeError(f"cannot expand shape {a.shape} to {shape}: only size-1 dims can grow") from None
 
