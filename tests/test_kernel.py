@@ -69,6 +69,11 @@ def test_values_are_results_prints_are_stdout_and_in_order(cells):
     assert cells.stdout() == "between\n"
 
 
+def test_a_cells_prints_are_one_stream_output(cells):
+    _, sent = cells.run("for i in range(3) { print(i) }")
+    assert sent == [("stream", {"name": "stdout", "text": "0\n1\n2\n"})]
+
+
 def test_cells_share_one_session(cells):
     cells.run(SEED)
     reply, _ = cells.run("f.backward()\nb.grad")

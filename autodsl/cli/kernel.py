@@ -59,7 +59,7 @@ NEEDS_IPYKERNEL = 'the autodsl Jupyter kernel needs ipykernel and jupyter_client
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FLUSH_BYTES = 4096         # a stream sends what it holds past this size ...
-_FLUSH_SECONDS = 0.2        # ... or this long after its last send (a long loop's prints show as it runs)
+_FLUSH_SECONDS = 0.2        # ... or when its oldest text is this old (a long loop's prints show as it runs)
 
 
 class _Stream(io.TextIOBase):
@@ -70,7 +70,7 @@ class _Stream(io.TextIOBase):
         self.runner, self.name = runner, name
         self.parts: list[str] = []
         self.size = 0
-        self.sent_at = time.monotonic()
+        self.since = 0.0            # when the oldest text it holds was written
 
     def writable(self) -> bool:
         return True
@@ -78,9 +78,12 @@ class _Stream(io.TextIOBase):
     def write(self, text) -> int:
         text = str(text)
         if text:
+            now = time.monotonic()
+            if not self.parts:
+                self.since = now
             self.parts.append(text)
             self.size += len(text)
-            if self.size > _FLUSH_BYTES or time.monotonic() - self.sent_at > _FLUSH_SECONDS:
+            if self.size > _FLUSH_BYTES or now - self.since > _FLUSH_SECONDS:
                 self.flush()
         return len(text)
 
@@ -88,7 +91,6 @@ class _Stream(io.TextIOBase):
         if not self.parts:
             return
         text, self.parts, self.size = "".join(self.parts), [], 0
-        self.sent_at = time.monotonic()
         self.runner.send("stream", {"name": self.name, "text": text})
 
 
