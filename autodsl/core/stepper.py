@@ -14,6 +14,7 @@ from __future__ import annotations
 from autodsl.textfmt import format_array
 from autodsl.source import format_pos
 from autodsl.core.rules import scalar_values
+from autodsl.core.html import RichDisplay, pre
 from autodsl.core.trace import Recorder, Trace, node_labels
 import autodsl.backend as backend
 from autodsl.errors import ValueError_
@@ -24,7 +25,7 @@ __all__ = ["BackwardStepper"]
 _SHOW = 12      # nodes listed per section before "... N more"
 
 
-class BackwardStepper:
+class BackwardStepper(RichDisplay):
     """A paused backward pass. ``next(n=1)`` runs n nodes, ``finish()`` runs the rest,
     ``abort()`` drops it; ``str()`` shows the state. ``done`` / ``aborted`` tell where it is.
 
@@ -176,6 +177,9 @@ class BackwardStepper:
 
     def __str__(self) -> str:
         return self.state
+
+    def _repr_html_(self) -> str:
+        return pre(self.state, css_class="autodsl-step")
 
     def __repr__(self) -> str:
         where = "aborted" if self.aborted else ("done" if self.done else f"paused before step {self.steps_run + 1}")

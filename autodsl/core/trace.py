@@ -24,6 +24,7 @@ from autodsl.names import frame_namespaces, named_tensors
 from autodsl.errors import AutogradError
 from autodsl.textfmt import format_array
 from autodsl.source import format_pos, pos_text
+from autodsl.core import html
 from autodsl.core.observer import PassObserver
 from autodsl.core.rules import operand_names, rule_text, scalar_values, with_numbers, with_operands
 from autodsl.errors import TypeError_
@@ -207,6 +208,7 @@ def _after_text(st) -> str:
 
 
 _MAX_RULE_STEPS = 10_000
+_MAX_HTML_ROWS = 2_000      # steps the HTML table shows (the text shows all)
 _COPY_GRAD_UP_TO = 4096      # elements of a leaf's .grad the trace copies when a pass ends
 
 
@@ -214,7 +216,7 @@ def _snap(t):
     return np.array(backend.to_host(t._data), copy=True)
 
 
-class Trace:
+class Trace(html.RichDisplay):
     """The record of one backward pass; ``str()`` gives the text a student reads.
 
     ``steps``: the nodes in the order they ran. ``names``: optional
@@ -249,13 +251,16 @@ class Trace:
         labels.update(leaf_labels(self._leaf_nodes, self.names))
         return labels
 
+    def _heading(self) -> str:
+        return (f"backward trace: {len(self.steps)} steps; each node runs once, when all "
+                "gradients into it (deps) have arrived and been summed"
+                + ("\n(create_graph: the gradients are themselves differentiable)" if self.create_graph else "")
+                + (f"\n(the captured call of the compiled {self.captured_by}: its replays run the same "
+                   "steps on new values and record no trace)" if self.captured_by else ""))
+
     def format(self) -> str:
         labels = self._labels()
-        lines = [f"backward trace: {len(self.steps)} steps; each node runs once, when all "
-                 "gradients into it (deps) have arrived and been summed"
-                 + ("\n(create_graph: the gradients are themselves differentiable)" if self.create_graph else "")
-                 + (f"\n(the captured call of the compiled {self.captured_by}: its replays run the same "
-                    "steps on new values and record no trace)" if self.captured_by else "")]
+        lines = [self._heading()]
         width = len(str(len(self.steps)))
         for i, st in enumerate(self.steps, 1):
             lines.extend(self.format_step(st, i, labels, width))
@@ -292,6 +297,47 @@ class Trace:
                 if formula is not None and og is not None:
                     lines.append(f"{pad}   {_rule_line(st, k, formula, self.names, labels)}")
         return lines
+
+    # -- the trace in a notebook ---------------------------------------------------------
+    def _display_text(self) -> str:
+        return self.format()
+
+    def _repr_html_(self) -> str:
+        """The trace as an HTML table, one row per step: step, node, position, deps, the gradient
+        in, what went to each next node (a leaf: its ``.grad``) and the rule with the numbers."""
+        labels = self._labels()
+        rows, styles = [], []
+        for i, st in enumerate(self.steps[:_MAX_HTML_ROWS], 1):
+            rows.append(self._html_cells(st, i, labels))
+            styles.append("background:#eef6ee" if st.deps == 0 else None)
+        more = len(self.steps) - len(rows)
+        footer = [f"... {more} more steps (print(trace) shows them all)"] if more > 0 else []
+        return html.table(["step", "node", "at", "deps", "grad in", "sent to", "rule"], rows,
+                          caption=self._heading(), footer=footer, css_class="autodsl-trace",
+                          row_styles=styles)
+
+    def _html_cells(self, st, i: int, labels: dict) -> list:
+        """The cells of step ``i``'s row (text: the table escapes it)."""
+        at = format_pos(st.node.pos)
+        grad_in = format_array(st.grad_in)
+        if st._hooked is not None:
+            grad_in += f"\n(a hook replaced it; before: {format_array(st.grad_before_hook)})"
+        deps = f"{st.deps} (root)" if st.deps == 0 else str(st.deps)
+        if st.kind == "leaf":
+            nm = self.names.get(id(st.leaf)) or "leaf"
+            after = _after_text(st)
+            return [str(i), labels[st.node], at, deps, grad_in,
+                    f"{nm}.grad = {_indent(after, len(nm) + 8)}", f"{nm}.grad += grad in"]
+        sent, rules = [], []
+        sentence = getattr(st.node, "rule", None)
+        if isinstance(sentence, str):
+            rules.append(with_operands(sentence, st.node, operand_names(st.node, self.names, labels)))
+        for (nxt, og), (k, formula) in zip(st.sends, _sent_rules(st)):
+            head = f"-> {labels[nxt]}  "
+            sent.append(head + _indent("nothing" if og is None else format_array(og), len(head)))
+            if formula is not None and og is not None:
+                rules.append(f"{labels[nxt]}: {_rule_line(st, k, formula, self.names, labels)[2:]}")
+        return [str(i), labels[st.node], at, deps, grad_in, "\n".join(sent), "\n".join(rules)]
 
     # -- the trace as data ---------------------------------------------------------------
     def records(self) -> list[dict]:

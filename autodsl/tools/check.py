@@ -37,7 +37,7 @@ from autodsl.ops.creation import zeros_like
 from autodsl.source import warn_user
 from autodsl.errors import AutogradError, DTypeError, TypeError_, ValueError_
 from autodsl.core.autograd import grad
-from autodsl.core import replay
+from autodsl.core import html, replay
 from autodsl.context import current
 from autodsl.core.tensor import Tensor
 from autodsl.core.words import kind as value_kind, shown as value_shown
@@ -224,7 +224,7 @@ class CheckRow:
                 f"abs_err={self.abs_err:.3g}, ok={self.ok})")
 
 
-class CheckResult:
+class CheckResult(html.RichDisplay):
     """What ``check`` found: printed as a table; the data for programs.
 
     Attributes: ``ok`` (every element within tolerance), ``rows`` (a ``CheckRow``
@@ -275,21 +275,36 @@ class CheckResult:
                 shown.append(None)
         return shown
 
-    def table(self) -> str:
-        head = ["input", "index", "analytic", "numeric", "abs err", "rel err", ""]
-        lines, body = [], []
-        shown = self._shown()
-        for r in shown:
+    _HEAD = ("input", "index", "analytic", "numeric", "abs err", "rel err", "")
+
+    def _body(self) -> list:
+        """The table's rows as cell texts (None for a gap), with the rows they show."""
+        body = []
+        for r in self._shown():
             if r is None:
-                body.append(None)
+                body.append((None, None))
                 continue
             mark = []
             if not r.ok:
                 mark.append("FAIL")
             if r is self.worst:
                 mark.append("<- worst")
-            body.append([r.name, _index_text(r.index), _num(r.analytic), _num(r.numeric),
-                         _err(r.abs_err), _err(r.rel_err), " ".join(mark)])
+            body.append(([r.name, _index_text(r.index), _num(r.analytic), _num(r.numeric),
+                          _err(r.abs_err), _err(r.rel_err), " ".join(mark)], r))
+        return body
+
+    def _more_line(self, body) -> str | None:
+        n_shown = sum(r is not None for _, r in body)
+        if n_shown < len(self.rows):
+            return (f"  (showing {n_shown} of {len(self.rows)} elements: the first of each large "
+                    "input, its worst and its failures)")
+        return None
+
+    def table(self) -> str:
+        head = list(self._HEAD)
+        lines = []
+        pairs = self._body()
+        body = [cells for cells, _ in pairs]
         cells = [head] + [b for b in body if b is not None]
         widths = [max(len(c[i]) for c in cells) for i in range(len(head))]
 
@@ -299,11 +314,20 @@ class CheckResult:
         lines.append(fmt(head))
         for b in body:
             lines.append("  ..." if b is None else fmt(b))
-        n_shown = sum(r is not None for r in shown)
-        if n_shown < len(self.rows):
-            lines.append(f"  (showing {n_shown} of {len(self.rows)} elements: the first of each large "
-                         "input, its worst and its failures)")
+        more = self._more_line(pairs)
+        if more:
+            lines.append(more)
         return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """The table in HTML: a row per element shown, failing rows in red, the verdict below."""
+        pairs = self._body()
+        rows = [cells if cells is not None else ["..."] + [""] * (len(self._HEAD) - 1) for cells, _ in pairs]
+        styles = [None if r is None or r.ok else "background:#fbe3e3;color:#8a1010" for _, r in pairs]
+        more = self._more_line(pairs)
+        footer = ([more.strip()] if more else []) + [self.verdict()] + self.notes
+        return html.table(self._HEAD, rows, caption=self._heading(), footer=footer,
+                          css_class="autodsl-check", row_styles=styles)
 
     def verdict(self) -> str:
         rule = "|analytic - numeric| <= atol + rtol*|numeric|"
@@ -315,12 +339,14 @@ class CheckResult:
         return (f"FAIL: {rule} fails for {len(self.failures)} of {n} elements {tol}; worst {w.element}: "
                 f"analytic {_num(w.analytic)}, numeric {_num(w.numeric)}")
 
-    def __str__(self) -> str:
+    def _heading(self) -> str:
         value = f" = {_num(self.value)}" if self.value is not None else ""
         how = f" of replays of {self.function}'s graph" if self.replayed else ""
-        head = (f"check {self.function}{value}: analytic (backward) vs numeric (central differences{how}, "
+        return (f"check {self.function}{value}: analytic (backward) vs numeric (central differences{how}, "
                 f"eps={self.eps:g}, {self.dtype})")
-        return "\n".join([head, self.table(), self.verdict()] + self.notes)
+
+    def __str__(self) -> str:
+        return "\n".join([self._heading(), self.table(), self.verdict()] + self.notes)
 
     __repr__ = __str__
 

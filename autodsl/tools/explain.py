@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import autodsl.backend as backend
 from autodsl.core import grad_mode
+from autodsl.core.html import RichDisplay, pre, table
 from autodsl.core.node import AccumulateGrad
 from autodsl.source import pos_text
 from autodsl.core.rules import enclosed
@@ -54,7 +55,7 @@ class PathTerm:
         self.contribution = contribution
 
 
-class Explanation:
+class Explanation(RichDisplay):
     """The result of ``explain``; ``str()`` is the written-out chain rule.
 
     ``paths``: the PathTerms shown; ``n_paths``: how many paths there are in all;
@@ -149,6 +150,30 @@ class Explanation:
         return "\n".join(lines)
 
     __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        """A table of the paths when every factor is a number (the path, its chain rule, the
+        local derivatives, its share), with the total below; the text otherwise."""
+        scalar = self.paths and all(p.factors is not None and len(p.names) > 1 for p in self.paths)
+        if not scalar or self.hooks:
+            return pre(str(self), css_class="autodsl-explain")
+        d = f"d{_wrap(self.f_name)}/d{_wrap(self.x_name)}"
+        rows = []
+        for k, p in enumerate(self.paths, 1):
+            chain = _join([f"d{_wrap(_bare(a))}/d{_wrap(b)}" for a, b in zip(p.names, p.names[1:])], " * ")
+            rows.append([str(k), _join([_bare(n) for n in p.names], " -> "), chain,
+                         _join([_num(v) for v in p.factors], " * "), _short(_scalar(p.contribution))])
+        footer = []
+        if self.n_paths > len(self.paths):
+            footer.append(f"... and {self.n_paths - len(self.paths)} more paths (explain(f, x, "
+                          "max_paths=...) lists more); the total counts every one")
+        shares = " + ".join(_num(_scalar(p.contribution)) for p in self.paths)
+        total = _short(_scalar(self.total))
+        footer.append(f"{d} = {total}" if len(self.paths) == 1 or self.n_paths > len(self.paths)
+                      else f"{d} = {shares} = {total}")
+        return table(["path", "through", "chain rule", "local derivatives", "share"], rows,
+                     caption=f"{d}: one term per path, the product of the local derivatives along it",
+                     footer=footer, css_class="autodsl-explain")
 
 
 def explain(f, x, element=None, names=None, max_paths: int = 16) -> Explanation:

@@ -16,6 +16,7 @@ Every walk uses an explicit stack (DESIGN §1.5): a 100,000-node chain prints.
 from __future__ import annotations
 
 
+import functools
 import os
 import shutil
 import subprocess
@@ -24,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 import autodsl.backend as backend
+from autodsl.core.html import RichDisplay
 from autodsl.core.journal import record_file
 from autodsl.core.node import AccumulateGrad
 from autodsl.source import format_pos, pos_text, warn_user
@@ -38,6 +40,7 @@ from autodsl.core.words import kind as value_kind, shown as value_shown
 __all__ = ["graph", "dot", "Graph", "RENDER_FORMATS"]
 
 RENDER_FORMATS = ("svg", "png", "pdf")   # what dot() renders through Graphviz
+SVG_MAX_NODES = 400                      # larger graphs show as the text tree in a notebook
 _INDENT_WINDOW = 24                      # tree levels drawn before the indentation restarts
 _INSTALL_HINT = "install Graphviz (apt-get install graphviz, or brew install graphviz)"
 
@@ -179,18 +182,29 @@ def _check_tensor(x, fn: str) -> None:
 
 # -- the text tree ----------------------------------------------------------------------------
 
-class Graph:
+class Graph(RichDisplay):
     """The graph of a tensor as a text tree; ``str()`` (and ``repr()``) is the tree.
 
     Attributes: ``labels`` ({node: label}, the trace's labels, for every node of
     the graph), ``lines`` (the tree's lines), ``shown`` (how many nodes the tree
     prints; the rest are summarized in its last line).
+
+    In a notebook it is a picture: ``_repr_svg_`` draws ``dot(x)`` with Graphviz's ``dot``
+    program (None, so the tree is shown, when Graphviz is not installed, it fails, or the
+    graph has more than ``SVG_MAX_NODES`` nodes).
     """
 
-    def __init__(self, lines: list[str], labels: dict, shown: int):
+    def __init__(self, lines: list[str], labels: dict, shown: int, dot_text=None):
         self.lines = lines
         self.labels = labels
         self.shown = shown
+        self._dot_text = dot_text       # () -> the DOT text of the same graph, or None
+        self._svg = None
+
+    def _repr_svg_(self) -> str | None:
+        if self._svg is None and self._dot_text is not None and len(self.labels) <= SVG_MAX_NODES:
+            self._svg = svg_of(self._dot_text()) or ""
+        return self._svg or None
 
     def __len__(self) -> int:
         """The number of nodes in the graph (ops and leaves)."""
@@ -233,10 +247,13 @@ def graph(x, names=None, max_nodes: int = 200) -> Graph:
     if isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer)) or max_nodes < 1:
         raise ValueError_(f"graph(): max_nodes must be a whole number >= 1, got {value_shown(max_nodes)}")
     names = user_names(names)
+    if names is None:       # a Session's variables, kept for the picture drawn later (outside its run)
+        names = dict(current().names())
     root, labels = _roots_and_labels(x, names)
     desc = _Describer(x, labels, names)
+    picture = functools.partial(dot_source, x, names)
     if root is None:
-        return Graph([desc.of_root_leaf().line()], labels, 0)
+        return Graph([desc.of_root_leaf().line()], labels, 0, picture)
     lines = []
     shown = set()
     # (node or None for a constant input, shape hint, depth, this line's branch mark, the
@@ -271,7 +288,7 @@ def graph(x, names=None, max_nodes: int = 200) -> Graph:
         more = len(labels) - len(shown)
         lines.append(f"... {more} more node{'s' if more != 1 else ''} "
                      f"(graph(x, max_nodes={len(labels)}) shows all)")
-    return Graph(lines, labels, len(shown))
+    return Graph(lines, labels, len(shown), picture)
 
 
 def _const_value(node, i):
@@ -456,6 +473,21 @@ def dot(x, file=None, names=None) -> str:
         raise RuntimeError_(f"dot(): Graphviz could not draw {path}" + (f": {why[0]}" if why else "")
                             + f"; the DOT text is in {dot_path}")
     return str(path)
+
+
+def svg_of(dot_text: str) -> str | None:
+    """The SVG picture (from ``<svg`` on) Graphviz's ``dot`` draws of ``dot_text``, or None when
+    the program is not installed or fails (a notebook then shows the text tree)."""
+    exe = shutil.which("dot")
+    if exe is None:
+        return None
+    try:
+        proc = subprocess.run([exe, "-Tsvg"], input=dot_text, capture_output=True, text=True,
+                              timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    start = proc.stdout.find("<svg") if proc.returncode == 0 else -1
+    return proc.stdout[start:] if start >= 0 else None
 
 
 def _write(path: Path, text: str) -> None:

@@ -1,6 +1,7 @@
 """Looking at tensors: ``info(x)``."""
 from __future__ import annotations
 from autodsl.core.display import format_array, format_value
+from autodsl.core.html import RichDisplay, table
 from autodsl.errors import TypeError_
 from autodsl.core.tensor import Tensor
 import autodsl.backend as backend
@@ -10,8 +11,8 @@ from autodsl.core.words import kind as value_kind
 __all__ = ["info", "Info"]
 
 
-class Info:
-    """The autograd facts of one tensor; ``str()`` is a small table."""
+class Info(RichDisplay):
+    """The autograd facts of one tensor; ``str()`` is a small table (in a notebook, an HTML one)."""
 
     def __init__(self, rows):
         self.rows = rows
@@ -24,6 +25,10 @@ class Info:
         return "\n".join(f"{k:<{width}}  {v}" for k, v in self.rows)
 
     __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        return table(["", ""], [[k, v.replace("\n" + " " * 15, "\n")] for k, v in self.rows],
+                     css_class="autodsl-info")
 
 
 def info(x) -> Info:

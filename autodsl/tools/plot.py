@@ -13,6 +13,7 @@ optional extra (``pip install "autodsl[plot]"``).
 """
 from __future__ import annotations
 
+import io
 import math
 import os
 import shutil
@@ -23,6 +24,7 @@ import numpy as np
 
 import autodsl.backend as backend
 from autodsl.core.grad_mode import enable_grad
+from autodsl.core.html import RichDisplay
 from autodsl.core.trace import tracing
 from autodsl.core.watch import quiet
 from autodsl.ops.creation import linspace, ones_like, tensor
@@ -46,28 +48,48 @@ PICTURE_FORMATS = ("svg", "png", "pdf")
 _INSTALL_MPL = 'pip install "autodsl[plot]"'
 
 
-class Plot:
+class Plot(RichDisplay):
     """The result of ``plot()``: its text form is the chart (what the language prints).
 
     Attributes: ``x`` (the sample points), ``y`` (f at them) and ``dy`` (df/dx at
     them): 1-D float64 tensors that do not require grad; ``text``: the chart
     without colors; ``file``: the picture written, or None.
+
+    In a notebook it is a matplotlib figure (``_repr_png_``) when matplotlib is installed,
+    the text chart otherwise.
     """
 
     LANG_ATTRIBUTES = frozenset({"x", "y", "dy", "text", "file"})     # what a script may read
 
-    def __init__(self, x, y, dy, text, colored, file):
+    def __init__(self, x, y, dy, text, colored, file, labels=None):
         self.x = x
         self.y = y
         self.dy = dy
         self.text = text
         self._colored = colored
         self.file = file
+        self._labels = labels       # (label_f, label_df, var, title) of the picture
+        self._png = None
 
     def __str__(self) -> str:
         return self._colored or self.text
 
     __repr__ = __str__
+
+    def _display_text(self) -> str:
+        return self.text
+
+    def _repr_png_(self) -> bytes | None:
+        if self._png is None and self._labels is not None:
+            try:
+                fig = _figure(*(np.asarray(backend.to_host(t._data)) for t in (self.x, self.y, self.dy)),
+                              *self._labels)
+            except ImportError:
+                return None
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", dpi=96)
+            self._png = buf.getvalue()
+        return self._png
 
 
 def plot(f, *bounds, points=201, width=None, height=None, file=None, title=None) -> Plot:
@@ -165,7 +187,7 @@ def plot(f, *bounds, points=201, width=None, height=None, file=None, title=None)
     tail = "\n".join(notes)
     as_tensor = lambda a: Tensor(np.array(a, dtype=np.float64, copy=True))  # noqa: E731
     return Plot(as_tensor(xs), as_tensor(ys), as_tensor(dys), plain + "\n" + tail,
-                None if colored is None else colored + "\n" + tail, written)
+                None if colored is None else colored + "\n" + tail, written, (label_f, label_df, var, title))
 
 
 # -- evaluation ---------------------------------------------------------------------------------
@@ -466,8 +488,9 @@ def _check_file(file) -> str:
     return ext
 
 
-def _picture(xs, ys, dys, label_f, label_df, var, title, path: Path, ext: str) -> str:
-    """Write the picture with matplotlib's object API (no pyplot: no global backend is changed)."""
+def _figure(xs, ys, dys, label_f, label_df, var, title):
+    """The picture as a matplotlib Figure, made with its object API (no pyplot: no global
+    backend is changed); ImportError without matplotlib."""
     from matplotlib.figure import Figure  # noqa: PLC0415
     fig = Figure(figsize=(7, 4.5), layout="tight")
     ax = fig.add_subplot()
@@ -479,6 +502,12 @@ def _picture(xs, ys, dys, label_f, label_df, var, title, path: Path, ext: str) -
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     ax.legend()
+    return fig
+
+
+def _picture(xs, ys, dys, label_f, label_df, var, title, path: Path, ext: str) -> str:
+    """Write the picture (``_figure``) to ``path`` in format ``ext``."""
+    fig = _figure(xs, ys, dys, label_f, label_df, var, title)
     partial = path.with_name(f".{path.name}.partial")
     try:
         fig.savefig(partial, format=ext)

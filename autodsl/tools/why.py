@@ -58,6 +58,7 @@ from autodsl.core.tensor import Tensor
 from autodsl.textfmt import format_array, format_number
 from autodsl.core.anomaly import get_anomaly_mode
 from autodsl.core.anomaly import anomaly_scope
+from autodsl.core.html import Markup, RichDisplay, block, pre
 from autodsl.core.engine import GraphTask
 from autodsl.core.trace import Recorder
 from autodsl.core.words import kind as value_kind
@@ -69,7 +70,7 @@ REASONS = ("non_leaf", "no_requires_grad", "ok", "nonfinite", "no_backward", "ro
            "no_gradient", "reset", "step_paused", "step_aborted")
 
 
-class Why:
+class Why(RichDisplay):
     """The answer of ``why(x)``; ``str()`` is the explanation.
 
     ``reason``: one of ``REASONS``. ``node``: the graph node the answer is about
@@ -102,6 +103,11 @@ class Why:
         return "\n".join(self.lines)
 
     __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        """The explanation as HTML: its first line (the answer) in bold, the rest below it."""
+        head, *rest = self.lines or [""]
+        return block(Markup("<div><b>"), head, Markup("</b></div>"), pre("\n".join(rest)) if rest else "")
 
 
 def why(x, names=None) -> Why:
