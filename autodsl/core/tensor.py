@@ -421,6 +421,10 @@ class Tensor:
 
     __str__ = __repr__
 
+    def _repr_pretty_(self, p, cycle) -> None:
+        """IPython's and Jupyter's text of a tensor: what the REPL shows (the language's form)."""
+        p.text(self._format("dsl"))
+
 
 def make_seeds(tensors, grad_tensors, what: str):
     """Check the roots of a backward and pair each root's node with its seed gradient.
