@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 
 import pytest
 from helpers.jupyter_env import jupyter_dirs, need_jupyter
@@ -226,6 +227,7 @@ def kernel(tmp_path_factory):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+    kc.manager = km         # for the interrupt test
     yield kc
     kc.stop_channels()
     km.shutdown_kernel(now=True)
@@ -266,6 +268,32 @@ def test_kernel_errors_are_the_cli_text(kernel):
     assert not any("Traceback" in line for line in err["traceback"])
     reply, _ = _execute(kernel, "1")                     # the kernel goes on
     assert reply["status"] == "ok"
+
+
+def test_kernel_interrupt_undoes_the_cell(kernel):
+    """Jupyter's interrupt is the REPL's Ctrl-C: the input is rolled back and the kernel goes on
+    (sent again every 2 s until the reply comes, as a user presses it again)."""
+    _execute(kernel, "n = 0")
+    done = threading.Event()
+
+    def interrupt():
+        if not done.wait(1.0):
+            while True:
+                kernel.manager.interrupt_kernel()
+                if done.wait(2.0):
+                    return
+
+    sender = threading.Thread(target=interrupt, daemon=True)
+    sender.start()
+    try:
+        reply, out = _execute(kernel, "for i in range(100000000) { n = n + 1 }")
+    finally:
+        done.set()
+        sender.join()
+    assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
+    assert "as they were before this input" in reply["evalue"]
+    _, out = _execute(kernel, "n")
+    assert [c["data"]["text/plain"] for k, c in out if k == "execute_result"] == ["0"]
 
 
 def test_kernel_completes_and_inspects(kernel):
