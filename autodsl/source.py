@@ -236,19 +236,30 @@ def pos_text(pos) -> str | None:
     return None
 
 
+def _elsewhere(fname: str) -> bool:
+    """Whether ``fname`` is not the file of the language code running now, when that is a
+    file or a REPL input (``Session.run``'s default ``<string>`` names no place to look at)."""
+    here = current().pos
+    if not here or not here[0] or here[0] == fname:
+        return False
+    return not here[0].startswith("<") or here[0].startswith("<input ")
+
+
 def format_pos(pos, *, text: bool = True, file: bool = False) -> str:
     """``line:col`` (``file:line:col`` with ``file=True``, ``file:line`` for Python callers),
     followed by the source text in backquotes when ``text``; "" when ``pos`` is None.
 
     A REPL input (file ``<input 3>``) always shows its name, ``<input 3>:1:7``: every
-    input is line 1, so without it positions from different inputs look the same."""
+    input is line 1, so without it positions from different inputs look the same. So does a
+    position in another file than the code running now (a ``:load``ed file's, seen from a
+    REPL input; an included file's, seen from the script): ``lib.ad:2:7``."""
     if not pos or pos[1] is None:
         return ""
     fname, line, col = pos[0], pos[1], pos[2]
     if col is None:         # a Python caller: the file is the useful part
         where = f"{os.path.basename(fname) if fname else '<python>'}:{line}"
     else:
-        show = fname and (file or fname.startswith("<input "))
+        show = fname and (file or fname.startswith("<input ") or _elsewhere(fname))
         where = f"{fname}:{line}:{col}" if show else f"{line}:{col}"
     if text:
         t = pos.head(60) if isinstance(pos, SourcePos) else pos_text(pos)

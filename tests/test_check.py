@@ -449,7 +449,7 @@ def test_repl_check_usage_errors_and_help():
     assert lines[0].startswith("usage: :check f w1 b")
     assert "x is a leaf (made directly, not computed from other tensors)" in lines[1]
     assert "`nothing` is not defined" in text
-    _, help_text = run_repl(":help")
+    _, help_text = run_repl(":help commands")
     assert any(ln.strip().startswith(":check f w1 b") for ln in help_text.splitlines())
 
 

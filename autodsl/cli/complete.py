@@ -21,17 +21,19 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
-from prompt_toolkit.completion import Completer, Completion, PathCompleter
+from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.document import Document
 
+from autodsl.cli.doctext import first_sentence
+from autodsl.cli.path_complete import path_completions
+from autodsl.core.tensor import PUBLIC_ATTRIBUTES, PUBLIC_METHODS, Tensor
 from autodsl.lang.interpreter import NODE_ATTRIBUTES, UserFunction
 from autodsl.lang.parser import KEYWORDS
 from autodsl.lang.values import describe
-from autodsl.core.tensor import PUBLIC_ATTRIBUTES, PUBLIC_METHODS, Tensor
 
-__all__ = ["AutodslCompleter", "one_line_doc", "describe_binding", "call_context"]
+__all__ = ["AutodslCompleter", "call_context", "describe_binding", "given_keywords", "one_line_doc"]
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 _SCAN = re.compile(r"""
@@ -46,21 +48,20 @@ _SCAN = re.compile(r"""
 
 # commands whose argument is a file name, an expression, or a help topic
 FILE_COMMANDS = (":load", ":save")
+DOT_FILES = (".dot", ".gv", ".svg", ".png", ".pdf")
 EXPR_COMMANDS = (":info", ":graph", ":dot", ":time", ":vars", ":check", ":why")
-HELP_TOPICS = ("language", "autograd", "commands", "keys")
+HELP_TOPICS = ("language", "autograd", "commands", "keys", "builtins")
 
 
 def one_line_doc(fn, registry=None, name: str | None = None) -> str:
-    """The first sentence of a built-in's documentation (the op registry's doc when it has one)."""
+    """The first sentence of a built-in's documentation (the op registry's doc when it has one),
+    as plain text: no reST markup in a menu."""
     doc = ""
     if registry is not None and name in registry:
         doc = getattr(registry[name], "doc", "") or ""
     if not doc:
         doc = getattr(fn, "__doc__", "") or ""
-    para = " ".join(doc.strip().split("\n\n")[0].split())
-    m = re.search(r"(?<=[.:])\s", para)
-    text = para[: m.start()] if m else para
-    return text if len(text) <= 72 else text[:71] + "…"
+    return first_sentence(doc)
 
 
 def describe_binding(value) -> str:
@@ -121,6 +122,35 @@ def call_context(text: str) -> tuple[str | None, str | None, bool]:
     return callee, obj, at_start
 
 
+def given_keywords(text: str) -> set[str]:
+    """The keyword arguments already written in the innermost open call of ``text``
+    (``f(x, dim=1, `` gives {"dim"}): the completer offers the others only. A ``==`` is a
+    comparison, and keywords of calls nested inside the arguments are not this call's."""
+    return given_arguments(text)[1]
+
+
+def given_arguments(text: str) -> tuple[int, set[str]]:
+    """(how many positional arguments, which keywords) the innermost open call of ``text``
+    has before its last, unfinished argument: ``sum(x, dim=0, `` gives (1, {"dim"})."""
+    quoted, stack = _scan(text)
+    if quoted or not stack or stack[-1][0] != "(":
+        return 0, set()
+    depth, flat = 0, []
+    for m in _SCAN.finditer(text, stack[-1][1] + 1):
+        kind, tok = m.lastgroup, m.group()
+        if kind == "open":
+            depth += 1
+            flat.append("()" if depth == 1 else "")       # a nested bracket is part of one argument
+        elif kind == "close":
+            depth -= 1
+        elif depth == 0:
+            flat.append('""' if kind == "string" else tok)
+    done = "".join(flat).split(",")[:-1]
+    keyword = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)")
+    keywords = {m.group(1) for m in map(keyword.match, done) if m}
+    return sum(1 for a in done if a.strip() and not keyword.match(a)), keywords
+
+
 class AutodslCompleter(Completer):
     """Completion for the autodsl REPL; see the module docs."""
 
@@ -129,7 +159,6 @@ class AutodslCompleter(Completer):
         self.get_session = get_session
         self.get_commands = get_commands
         self.registry = registry
-        self.paths = PathCompleter(expanduser=True)
 
     # -- the entry point ---------------------------------------------------------
     def get_completions(self, document: Document, complete_event):
@@ -161,7 +190,7 @@ class AutodslCompleter(Completer):
         arg = arg.lstrip()
         if name in FILE_COMMANDS or (name == ":dot" and " " in arg.strip()):
             path = arg if name != ":dot" else arg.split()[-1] if not arg.endswith(" ") else ""
-            yield from self.paths.get_completions(Document(path, len(path)), complete_event)
+            yield from path_completions(path, DOT_FILES if name == ":dot" else (".ad",))
         elif name == ":help":
             for c in self._matching(arg, list(self._builtins()) + [c for c in commands] + list(HELP_TOPICS)):
                 yield Completion(c, -len(arg), display_meta=self._help_meta(c))
@@ -219,8 +248,10 @@ class AutodslCompleter(Completer):
         # inside a call at an argument's start: keyword arguments first
         callee, obj, at_start = call_context(text)
         if callee is not None and at_start:
-            for kw in self._keyword_params(callee, obj):
-                if kw.startswith(word):
+            # neither a keyword already given nor a parameter an argument already filled
+            positional, given = given_arguments(text[: len(text) - len(word)])
+            for kw in self._keyword_params(callee, obj, skip=positional):
+                if kw.startswith(word) and kw not in given:
                     yield Completion(kw + "=", -len(word), display=kw + "=", display_meta="keyword argument")
         if not word:
             return
@@ -264,7 +295,9 @@ class AutodslCompleter(Completer):
                 meta = doc or meta
             yield Completion(n, -len(word), display_meta=meta)
 
-    def _keyword_params(self, callee: str, obj: str | None) -> list[str]:
+    def _keyword_params(self, callee: str, obj: str | None, skip: int = 0) -> list[str]:
+        """The parameters of the callee that a keyword may name, less the first ``skip``
+        that positional arguments already filled (keyword-only ones are never filled so)."""
         if obj is not None:
             if callee not in PUBLIC_METHODS:
                 return []
@@ -277,7 +310,7 @@ class AutodslCompleter(Completer):
         if fn is None:
             return []
         if isinstance(fn, UserFunction):
-            return [p.name for p in fn.params]
+            return [p.name for p in fn.params][skip:]
         try:
             sig = inspect.signature(fn)
         except (TypeError, ValueError):
@@ -286,4 +319,6 @@ class AutodslCompleter(Completer):
         params = [p for p in sig.parameters.values() if p.kind in kinds]
         if obj is not None and params:
             params = params[1:]          # x.sum(...): the tensor itself is the first parameter
-        return [p.name for p in params if p.name != "self" and not p.name.startswith("_")]
+        filled = {p.name for p in params if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD}
+        filled = set([p.name for p in params if p.name in filled][:skip])
+        return [p.name for p in params if p.name != "self" and not p.name.startswith("_") and p.name not in filled]

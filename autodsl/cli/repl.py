@@ -9,11 +9,12 @@ Two halves, so that the logic is testable without a terminal:
   back, so variables and every ``.grad`` are as they were before that input
   (and every other change it made: see ``core/journal.py``; files it wrote
   are named, as they stay).
-- ``main`` builds one ``PromptSession`` from small collaborators: persistent
-  history (Ctrl-R searches it), the completer (``cli/complete.py``), the
-  Pygments lexer (``lexer``), a validator that shows a syntax error at its
-  column before anything runs, and key bindings where Enter runs the input
-  when it parses as complete and opens a continuation line otherwise.
+- ``main`` runs the loop on one ``PromptSession`` (``cli/prompt.py``: history,
+  completion, highlighting, the signature bar, Enter that runs complete input
+  and opens a continuation line otherwise). A syntax error is printed as any
+  error is, and the next prompt is a fresh one.
+
+Help text and its pager live in ``cli/help.py``.
 
 The REPL adds no semantics: ``:info x`` is ``info(x)``, ``:graph x`` is
 ``graph(x)``, and so on.
@@ -25,49 +26,40 @@ import sys
 import time
 import warnings
 from contextlib import nullcontext
-from pathlib import Path
 
-from prompt_toolkit import PromptSession
-from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
-from prompt_toolkit.enums import DEFAULT_BUFFER
-from prompt_toolkit.filters import has_focus
-from prompt_toolkit.history import FileHistory, InMemoryHistory
-from prompt_toolkit.key_binding import KeyBindings
-from prompt_toolkit.output import ColorDepth
-from prompt_toolkit.validation import ValidationError, Validator
-
-from autodsl.errors import DSLError, ValueError_
-from autodsl.lang.values import param_text
-from autodsl.lang.parser import KEYWORDS, is_incomplete
-from autodsl.ops import REGISTRY
-from autodsl.cli.complete import AutodslCompleter
-from autodsl.cli.lexer import AutodslLexer
-from autodsl import __version__
-from autodsl.cli.progress import ClearingWriter, ProgressLine
-from autodsl.core.journal import record_attrs, record_items, transaction
-from autodsl.source import SOURCE_POS
-from autodsl.core.tensor import PUBLIC_METHODS, Tensor
-from autodsl.lang.values import suggest
+from autodsl import __version__, backend
 from autodsl.cli.complete import describe_binding
-from autodsl.session import PREDEFINED, _predefined
-from autodsl.tools.info import info
-from autodsl.tools.graph import graph
-from autodsl.tools.graph import dot
-import autodsl.backend as backend
-from autodsl.tools.check import check
-from autodsl.tools.explain import explain
-from autodsl.tools.why import why
-from autodsl.tools.compiled import CompiledFunction
+from autodsl.cli.help import (
+    SYNTAX_WORDS,
+    TOPICS,
+    builtin_help,
+    builtins_screen,
+    first_screen,
+    page,
+)
+from autodsl.cli.progress import ClearingWriter, ProgressLine
+from autodsl.cli.prompt import SourceValidator, build_prompt_session, history_path
+from autodsl.core.journal import record_attrs, record_items, transaction
+from autodsl.core.tensor import PUBLIC_METHODS, Tensor
+from autodsl.errors import DSLError, ValueError_
+from autodsl.lang.parser import KEYWORDS
+from autodsl.lang.values import suggest
 from autodsl.names import names_by_id
+from autodsl.session import PREDEFINED, Session, _predefined
+from autodsl.source import SOURCE_POS
+from autodsl.tools.check import check
+from autodsl.tools.compiled import CompiledFunction
+from autodsl.tools.explain import explain
+from autodsl.tools.graph import dot, graph
+from autodsl.tools.info import info
 from autodsl.tools.step import step
-from autodsl.session import Session
-from autodsl.lang.parser import parse
+from autodsl.tools.why import why
 
-__all__ = ["main", "Repl", "history_path", "build_prompt_session", "SourceValidator"]
+__all__ = ["Repl", "SourceValidator", "build_prompt_session", "history_path", "main"]
 
 BANNER = ("autodsl {version}: differentiable expressions. Try:\n"
           "  x = tensor(2.0, requires_grad=true); y = x^3; y.backward(); x.grad\n"
-          "Tab completes, Ctrl-R searches history, :help lists commands, :quit or Ctrl-D leaves.")
+          "Tab completes, Ctrl-R searches history, :help shows the help topics, :quit or Ctrl-D leaves.")
 
 INTERRUPTED = "interrupted: variables and gradients are as they were before this input"
 
@@ -78,47 +70,6 @@ def interrupted_message(files=()) -> str:
     if not files:
         return INTERRUPTED
     return f"{INTERRUPTED}; the files it wrote stay: {', '.join(files)}"
-
-TOPICS = {
-    "language": """\
-statements end at a newline or `;`; `#` starts a comment
-  x = tensor([1.0, 2.0], requires_grad=true)   bind a name (never copies data)
-  x[0] = 3;  x += 1                              in-place writes
-  def f(a, b=2) { return a*b }                   functions
-  for i in range(10) { ... }                     loops over range(n), lists and tensors
-  while loss > 0.01 { ... }                      loops while a condition holds; break, continue
-  if c { ... } else { ... }                      branches;  no_grad { ... } turns autograd off
-  print(f"loss {loss:.4f} at {i}")               f-strings: {expr} or {expr:format spec}
-operators, tightest first: call/attribute/index, ^ (right-assoc), unary -, * / // % @, + -, comparisons
-a bare expression prints its value; see docs/language.md for everything""",
-    "autograd": """\
-leaves are tensors you made; only leaves that require grad get .grad (or retain_grad())
-  y.backward()              seed 1 for a scalar y; y.backward(g) otherwise
-  x.grad, x.grad_fn, x.is_leaf, x.requires_grad
-  grad(y, [x])              gradients without touching .grad (create_graph=true for higher order)
-  x.grad = none / x.zero_grad()   gradients accumulate until zeroed
-  :trace on                 show each backward step by step; :graph y shows what y depends on
-  :why x                    why x.grad is none or zero;  :anomaly on  where a nan or inf started
-  :explain f x              the chain rule for df/dx with your names;  :step y  backward one node at a time
-  :check f w b              backward's gradient against central differences (f: a tensor, after backward too)
-  plot(f, lo, hi)           f and df/dx for a function f;  plot(y, x, lo, hi) for a tensor y of x
-  replay(f, [w], [0.6])     f's recorded graph evaluated again at new values of its leaves
-  train = compile(step)     calls replay step's captured array program;  :program train  shows it""",
-    "keys": """\
-Enter            run the input when it is complete, else open a continuation line
-Escape Enter     always a new line
-Tab              complete names, attributes after `.`, keyword arguments, commands, files
-Up / Down        previous / next input;  Ctrl-R  search the history
-Ctrl-C           cancel the line being edited, or interrupt a running statement (it is undone)
-Ctrl-D           leave (on an empty line)""",
-}
-
-
-def history_path() -> Path:
-    """Where the history lives: $XDG_DATA_HOME/autodsl/history (~/.local/share by default)."""
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "autodsl" / "history"
-
 
 def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -260,42 +211,38 @@ class Repl:
         return (self.commands[name].__doc__ or name).strip().splitlines()[0]
 
     def cmd_help(self, arg: str) -> None:
-        """:help [name]  commands and topics, or a built-in's doc, a command's use, a topic"""
+        """:help [name]  topics and commands, or a built-in's doc, a command's use, a topic"""
         builtins = self.session.builtins
         if not arg:
-            lines = ["commands (any unambiguous prefix works, e.g. :h, :v, :q):"]
-            lines += ["  " + self.usage(c) for c in self.commands]
-            lines.append("topics: " + ", ".join(f":help {t}" for t in TOPICS))
-            names = sorted(n for n in builtins if not n.startswith("_"))
-            lines.append("built-ins (:help NAME for one):")
-            lines += _columns(names, width=88, indent="  ")
-            self.write("\n".join(lines))
-            return
-        if arg in TOPICS:
+            self.write(first_screen(self.commands))
+        elif arg in TOPICS:
             self.write(TOPICS[arg])
-            return
-        if arg in KEYWORDS or arg in _SYNTAX_WORDS:      # :help while, :help %: no built-in of that name
+        elif arg in KEYWORDS or arg in SYNTAX_WORDS:      # :help while, :help %: no built-in of that name
             self.write(f"`{arg}` is part of the language, not a built-in; its summary (:help language):\n"
                        + TOPICS["language"])
-            return
-        if arg == "commands":
-            self.write("\n".join(self.usage(c) for c in self.commands))
-            return
-        if arg.startswith(":"):
+        elif arg == "commands":
+            self.page("\n".join(self.usage(c) for c in self.commands))
+        elif arg in ("builtins", "built-ins"):
+            self.page(builtins_screen(builtins))
+        elif arg.startswith(":"):
             full = self.resolve(arg)
             if full is not None:
                 self.write(self.usage(full))
-            return
-        fn = builtins.get(arg)
-        method = arg[2:] if arg.startswith("x.") else arg.lstrip(".")
-        if fn is None and method in PUBLIC_METHODS:     # :help register_hook, :help x.backward
-            self.write(_builtin_help("x." + method, getattr(Tensor, method), method=True))
-            return
-        if fn is None:
-            self.write(f"no built-in or topic named {arg!r}{suggest(arg, list(builtins) + list(TOPICS))}; "
-                       ":help lists them")
-            return
-        self.write(_builtin_help(arg, fn))
+        else:
+            fn = builtins.get(arg)
+            method = arg[2:] if arg.startswith("x.") else arg.lstrip(".")
+            if fn is None and method in PUBLIC_METHODS:     # :help register_hook, :help x.backward
+                self.page(builtin_help("x." + method, getattr(Tensor, method), method=True))
+            elif fn is None:
+                topics = list(TOPICS) + ["commands", "builtins"]
+                self.write(f"no built-in or topic named {arg!r}{suggest(arg, list(builtins) + topics)}; "
+                           ":help lists the topics")
+            else:
+                self.page(builtin_help(arg, fn))
+
+    def page(self, text: str) -> None:
+        """Long help through a pager on a terminal (cli/help.py), written as it is otherwise."""
+        page(text, self.write, self.out)
 
     def cmd_vars(self, arg: str) -> None:
         """:vars  your variables: name, shape, dtype, device, requires_grad, is_leaf, grad_fn, grad"""
@@ -587,11 +534,6 @@ class Repl:
 _MIN_PREFIX = {":reset": 4}
 
 
-# operators and forms that :help explains with the language's summary
-_SYNTAX_WORDS = frozenset({"+", "-", "*", "/", "//", "%", "^", "@", "==", "!=", "<", "<=", ">", ">=",
-                           "+=", "-=", "*=", "/=", "//=", "%=", "f-string", "f-strings", "fstring", "{}"})
-
-
 def _b(v: bool) -> str:
     return "true" if v else "false"
 
@@ -624,128 +566,8 @@ def _looks_like_path(arg: str) -> bool:
 
 def _table(head: list[str], rows: list[list[str]]) -> list[str]:
     widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
-    fmt = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+    fmt = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
     return [fmt(head)] + [fmt(r) for r in rows]
-
-
-def _columns(names: list[str], width: int, indent: str) -> list[str]:
-    if not names:
-        return []
-    col = max(len(n) for n in names) + 2
-    per_row = max(1, (width - len(indent)) // col)
-    return [indent + "".join(n.ljust(col) for n in names[i:i + per_row]).rstrip()
-            for i in range(0, len(names), per_row)]
-
-
-def _builtin_help(name: str, fn, method: bool = False) -> str:
-    """A built-in's signature and doc, spelled as the language spells things (``method``:
-    a tensor method, shown without ``self``)."""
-    import inspect
-    import re
-    try:
-        sig = inspect.signature(fn)
-        if method:
-            sig = sig.replace(parameters=list(sig.parameters.values())[1:])
-        text = f"({param_text(sig)})"
-    except (TypeError, ValueError):
-        text = "(...)"
-    doc = inspect.cleandoc(fn.__doc__ or "(no documentation)")
-    doc = doc.replace("``", "`").replace("::\n", ":\n")
-    doc = re.sub(r"\b(True|False|None)\b", lambda m: m.group().lower(), doc)
-    return f"{name}{text}\n{doc}"
-
-
-# ---- the prompt ------------------------------------------------------------------------
-
-class SourceValidator(Validator):
-    """Shows a syntax error at its column before anything runs (``:`` commands are not checked)."""
-
-    def validate(self, document) -> None:
-        text = document.text
-        if not text.strip() or text.lstrip().startswith(":"):
-            return
-        try:
-            parse(text, "<input>")
-        except DSLError as e:
-            if not e.has_position:
-                raise ValidationError(cursor_position=len(text), message=e.message) from None
-            try:
-                index = document.translate_row_col_to_index(max(0, e.line - 1), max(0, (e.column or 1) - 1))
-            except Exception:  # noqa: BLE001
-                index = len(text)
-            raise ValidationError(cursor_position=index,
-                                  message=f"line {e.line}, column {e.column or 1}: {e.message}") from None
-        except Exception:  # noqa: BLE001 - a broken check must not block input
-            return
-
-
-def _key_bindings() -> KeyBindings:
-
-    kb = KeyBindings()
-    editing = has_focus(DEFAULT_BUFFER)     # not in the Ctrl-R search field
-
-    def newline(buf) -> None:
-        line = buf.document.current_line_before_cursor
-        indent = line[: len(line) - len(line.lstrip())]
-        if line.rstrip().endswith("{"):
-            indent += "    "
-        buf.insert_text("\n" + indent)
-
-    @kb.add("enter", filter=editing)
-    def _(event):
-        buf = event.current_buffer
-        text = buf.document.text
-        try:
-            incomplete = not text.lstrip().startswith(":") and is_incomplete(text)
-        except Exception:  # noqa: BLE001
-            incomplete = False
-        if incomplete and text.strip():
-            newline(buf)
-        else:
-            buf.validate_and_handle()
-
-    @kb.add("escape", "enter", filter=editing)
-    def _(event):
-        newline(event.current_buffer)
-
-    @kb.add("}", filter=editing)
-    def _(event):
-        buf = event.current_buffer
-        before = buf.document.current_line_before_cursor
-        if before and not before.strip():
-            buf.delete_before_cursor(min(4, len(before)))
-        buf.insert_text("}")
-
-    return kb
-
-
-def build_prompt_session(repl: Repl, history: bool = True, input=None, output=None, color: bool = True):
-    """One PromptSession wired to ``repl``: history, completion, lexer, validator, key bindings."""
-
-    hist = InMemoryHistory()
-    if history:
-        path = history_path()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            hist = FileHistory(str(path))
-        except OSError:
-            pass
-    lexer = None
-    if color:
-        try:
-            from prompt_toolkit.lexers import PygmentsLexer
-
-            lexer = PygmentsLexer(AutodslLexer)
-        except ImportError:   # pygments missing: plain text
-            lexer = None
-    completer = AutodslCompleter(lambda: repl.session, lambda: repl.commands, registry=REGISTRY)
-    return PromptSession(
-        history=hist, key_bindings=_key_bindings(), multiline=True, completer=completer,
-        complete_while_typing=False, auto_suggest=AutoSuggestFromHistory(), lexer=lexer,
-        validator=SourceValidator(), validate_while_typing=False, search_ignore_case=True,
-        prompt_continuation=lambda width, line, soft: "... ".rjust(width), input=input, output=output,
-        color_depth=None if color else ColorDepth.MONOCHROME,
-    )
 
 
 def main(session, history: bool = True, input=None, output=None, out=None) -> int:
