@@ -1,13 +1,14 @@
 """Numbers and arrays as text: the shortest text that reads back to the same value.
 
-Imports nothing from autodsl, so that every layer (the trace, Tensor's repr,
-the REPL) formats values the same way.
+Imports nothing from autodsl, so that every layer (the trace, the tables, the
+REPL's numbers) formats values the same way. A tensor's own text is PyTorch's
+form (core/tensor_repr.py).
 """
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["format_number", "format_array", "format_tensor_parts"]
+__all__ = ["format_array", "format_number"]
 
 _PRINT_OPTS = dict(threshold=60, edgeitems=3, linewidth=88, precision=8, suppress=False)
 
@@ -41,21 +42,3 @@ def format_array(arr) -> str:
         text = text.replace("True", "true").replace("False", "false")
     return text
 
-
-def format_tensor_parts(arr, *, dtype_note: str | None, device: str, grad_fn: str | None,
-                        requires_grad: bool, style: str = "dsl") -> str:
-    """``-364.5`` for a plain scalar; ``tensor([1., 2.], requires_grad=true)`` otherwise."""
-    body = format_array(arr)
-    extras = []
-    if device != "cpu":
-        extras.append(f"device={device}")
-    if grad_fn is not None:
-        extras.append(f"grad_fn=<{grad_fn}>")
-    elif requires_grad:
-        extras.append("requires_grad=" + ("true" if style == "dsl" else "True"))
-    if np.ndim(arr) == 0 and not extras:
-        return body
-    if dtype_note:
-        extras.insert(0, f"dtype={dtype_note}")
-    body = body.replace("\n", "\n       ")
-    return "tensor(" + ", ".join([body] + extras) + ")"

@@ -291,28 +291,29 @@ def test_those_names_can_still_be_bound():
 
 # ---- a float32 number shown with float32's digits ---------------------------------------------
 
-@pytest.mark.parametrize("src, text", [
-    ("tensor(0.1, dtype=float32)", "0.1"),
-    ("tensor([0.1, 1/3], dtype=float32)[1]", "0.33333334"),
-    ("tensor(0.1).float()", "0.1"),
-    ("tensor(2.5, dtype=float32)", "2.5"),
-    ("tensor(1e20, dtype=float32)", "1e+20"),
-    ("tensor(0.1)", "0.1"),
-    ("tensor(1/3)", "0.3333333333333333"),
+@pytest.mark.parametrize("src, text, shown", [
+    ("tensor(0.1, dtype=float32)", "0.1", "tensor(0.1000, dtype=float32)"),
+    ("tensor([0.1, 1/3], dtype=float32)[1]", "0.33333334", "tensor(0.3333, dtype=float32)"),
+    ("tensor(0.1).float()", "0.1", "tensor(0.1000, dtype=float32)"),
+    ("tensor(2.5, dtype=float32)", "2.5", "tensor(2.5000, dtype=float32)"),
+    ("tensor(1e20, dtype=float32)", "1e+20", "tensor(1.0000e+20, dtype=float32)"),
+    ("tensor(0.1)", "0.1", "tensor(0.1000)"),
+    ("tensor(1/3)", "0.3333333333333333", "tensor(0.3333)"),
 ])
-def test_float32_scalar_shows_float32s_shortest_digits(src, text):
+def test_float32_scalar_shows_float32s_shortest_digits(src, text, shown):
     # was: 0.10000000149011612 (the float32 widened to a double before it was shown), while the
-    # same number in a 1-d tensor showed as 0.1
+    # same number in a 1-d tensor showed as 0.1. The echo is torch's tensor form; an f-string
+    # field shows the number, as torch's f"{t}" does for a 0-d tensor.
     s, out = session()
     s.run(src)
-    assert out.getvalue().strip() == text
+    assert out.getvalue().strip() == shown
     assert s.run(f'f"{{{src}}}"') == text
 
 
 def test_float32_scalar_with_requires_grad_and_item():
     s, out = session()
     s.run("y = tensor(0.1, dtype=float32, requires_grad=true); y; print(y.item())")
-    assert out.getvalue().splitlines() == ["tensor(0.1, dtype=float32, requires_grad=true)",
+    assert out.getvalue().splitlines() == ["tensor(0.1000, dtype=float32, requires_grad=true)",
                                            "0.10000000149011612"]    # item() is a Python float, as torch's
 
 

@@ -278,7 +278,7 @@ x.grad
     assert lines[i + 1].split() == ["grad", "in", "36.0"]                # 2 * (2u = 18)
     assert "a hook replaced it; before the hook it was 18.0" in lines[i + 2]
     assert lines[i + 3].split()[-1] == "108.0"                            # 36 * x, to each input
-    assert lines[-1] == "216.0"
+    assert lines[-1] == "tensor(216.)"
     steps = s.last_trace.steps
     hooked = [st for st in steps if st.grad_before_hook is not None]
     assert len(hooked) == 1 and float(hooked[0].grad_before_hook) == 18.0 and float(hooked[0].grad_in) == 36.0

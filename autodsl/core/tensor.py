@@ -20,10 +20,10 @@ from autodsl.core.engine import GraphTask
 from autodsl.core.journal import record_attrs, record_grad
 from autodsl.core.limits import reserve
 from autodsl.core.node import AccumulateGrad
+from autodsl.core.tensor_repr import tensor_repr
 from autodsl.source import SOURCE_POS, caller_pos, warn_user
 from autodsl.names import register_tensor_type
 from autodsl.errors import AutogradError, DeviceError, IndexError_, DTypeError, ShapeError, TypeError_, ValueError_
-from autodsl.textfmt import format_tensor_parts
 from autodsl.core.words import kind as _kind
 
 __all__ = ["Tensor", "new_tensor", "as_tensor", "array_from_data", "make_seeds", "run_backward", "PUBLIC_ATTRIBUTES", "PUBLIC_METHODS"]
@@ -409,12 +409,11 @@ class Tensor:
     __hash__ = object.__hash__
 
     def _format(self, style: str = "dsl") -> str:
-        dt = self.dtype
-        # as PyTorch: the dtype is shown unless it is the default float dtype, int64 or bool
-        note = dt.name if (dt.is_floating and dt is not backend.get_default_dtype()) or dt is backend.int32 else None
-        return format_tensor_parts(backend.to_host(self._data), dtype_note=note, device=self.device,
-                                   grad_fn=None if self.grad_fn is None else self.grad_fn.name,
-                                   requires_grad=self._requires_grad, style=style)
+        """The tensor as PyTorch prints it (core/tensor_repr.py); ``style`` spells booleans."""
+        return tensor_repr(backend.to_host(self._data), dtype=self.dtype.name,
+                           default_dtype=backend.get_default_dtype().name, device=self.device,
+                           grad_fn=None if self.grad_fn is None else self.grad_fn.name,
+                           requires_grad=self._requires_grad, style=style)
 
     def __repr__(self) -> str:
         return self._format("python")

@@ -4,7 +4,10 @@ The language's f-strings (``f"loss {loss:.4f}"``) format each field with this
 function, and it is the built-in ``format``. A spec is Python's format
 mini-language (``.4f``, ``.3e``, ``8.2f``, ``>10``, ``,d``); a one-element
 tensor is formatted as its number (``item()``), as ``f"{t:.4f}"`` does for a
-torch tensor. Without a spec a value is shown as ``print`` shows it.
+torch tensor. Without a spec a value is shown as ``print`` shows it, except a
+0-d tensor, which shows its number as ``f"{t}"`` does in PyTorch (``2.0``, where
+``print(t)`` shows ``tensor(2.)``), in its dtype's shortest digits (a float32 0.1
+is ``0.1``).
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from autodsl.core.limits import reserve
 from autodsl.core.replay import value_kind
 from autodsl.core.tensor import Tensor
 from autodsl.errors import TypeError_, ValueError_
+from autodsl.textfmt import format_array
 
 __all__ = ["format"]
 
@@ -39,7 +43,8 @@ def format(value, format_spec: str = "") -> str:
 
     ``value``: a number, a boolean, a string, or a tensor with exactly one
     element (any shape, any dtype; formatted as ``value.item()``). Without a spec
-    any value is shown as ``print`` shows it (a whole tensor too). Returns a string.
+    any value is shown as ``print`` shows it (a whole tensor too), but a 0-d tensor
+    as its number, as PyTorch's ``format(t)`` does. Returns a string.
 
     Raises TypeError_ when the spec is not a string, or when a spec is given for
     a tensor with more than one element (index it or reduce it first) or for a
@@ -49,6 +54,8 @@ def format(value, format_spec: str = "") -> str:
     if not isinstance(format_spec, str):
         raise TypeError_(f"format(): the format spec must be a string such as \".4f\", not {_what(format_spec)}")
     if not format_spec:
+        if isinstance(value, Tensor) and value.ndim == 0:
+            return format_array(value.numpy())      # a float32 keeps its own shortest digits (0.1)
         return value if isinstance(value, str) else format_value(value)
     if isinstance(value, Tensor):
         n = value.numel()
