@@ -50,6 +50,8 @@ from autodsl.ops.gather import gather, index_select, masked_fill, scatter, scatt
 from autodsl.ops.sorting import argmax, argmin, argsort, sort, topk
 from autodsl.core.tensor import Tensor
 from autodsl.session import Session
+# The IPython extension (%load_ext autodsl): not in __all__, so not built-ins of the language.
+from autodsl.cli.notebook import load_ipython_extension, notebook_session, unload_ipython_extension
 
 
 __version__ = "0.1.0"
