@@ -29,6 +29,7 @@ from autodsl.tools.formatting import format  # noqa: A004  (Python's format(valu
 from autodsl.tools.compiled import compile  # noqa: A004  (torch.compile's name)
 from autodsl.tools.optim import adam, sgd
 from autodsl.tools.io import load, save
+from autodsl.tools.compute import compute, persist
 from autodsl.ops import REGISTRY
 from autodsl.ops.compare import all, any, eq, ge, gt, le, logical_and, logical_not, logical_or, lt, ne  # noqa: A004
 from autodsl.ops.elementwise import (abs, add, clamp, clone, cos, div, exp, log, maximum, minimum, mul,  # noqa: A004
@@ -103,6 +104,8 @@ __all__ = [
     "sgd", "adam",
     # data files
     "load", "save",
+    # lazy devices (dask): values computed in one pass, parameters kept between steps
+    "compute", "persist",
     # embedding
     "Session", "REGISTRY",
     # errors

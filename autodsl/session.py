@@ -26,6 +26,13 @@ checked before each allocation (see ``autodsl.core.limits`` for exactly what it 
 a limit the run stops with ``LimitError`` at the line it had reached; the session stays
 usable, its variables as for any error. ``source_limit`` (16 MB unless set) bounds the files
 ``include`` and the text formats of ``load`` read: a larger one is refused before it is read.
+
+On the "dask" device (``Session(device="dask")``) arrays are computed by the session's
+``scheduler``: None (the default) uses the process's distributed Client if there is one, else
+starts a LocalCluster of ``workers`` processes (2 by default) the first time something is
+computed, and shuts it down in ``close()`` (``with Session(...) as s:``, or when the session
+is collected or the program exits); an address ("tcp://host:8786") connects to a running
+scheduler; "threads" or "synchronous" compute in this process, without a cluster.
 """
 from __future__ import annotations
 
@@ -38,6 +45,7 @@ import warnings
 from typing import Any
 
 import autodsl.backend as backend
+from autodsl.backend import dask_device
 from autodsl.context import RunContext, current, use
 from autodsl.core.text_input import DEFAULT_SOURCE_LIMIT
 from autodsl.core.anomaly import anomaly_state, get_anomaly_mode
@@ -95,12 +103,14 @@ class Session:
 
     def __init__(self, device: str = "cpu", dtype=None, trace: bool = False, echo: bool = True,
                  out=None, files: bool = True, anomaly=False, base_dir=None,
-                 time_limit=None, memory_limit=None, step_limit=None, source_limit=None):
+                 time_limit=None, memory_limit=None, step_limit=None, source_limit=None,
+                 scheduler=None, workers=None):
         # The session's run context: its defaults, trace, anomaly mode, names, files
         # permission and last backward, current while its code runs (see autodsl.context).
         self._ctx = RunContext(language=1, names=lambda: self.namespace,
                                trace_sink=self._set_last_trace, trace_printer=self._print_trace,
-                               host_entry=self.context)
+                               host_entry=self.context,
+                               dask_scheduler=_dask_scheduler(scheduler, workers))
         self.device = device
         self.dtype = dtype
         self.anomaly = anomaly
@@ -201,7 +211,7 @@ class Session:
     # -- settings (fields of the session's run context) -------------------------
     @property
     def device(self) -> str:
-        """The default device of new tensors in this session ("cpu" or "cuda")."""
+        """The default device of new tensors in this session ("cpu", "cuda" or "dask")."""
         return self._ctx.default_device
 
     @device.setter
@@ -401,8 +411,33 @@ class Session:
     def builtins(self) -> dict:
         return dict(self._builtins)
 
+    @property
+    def scheduler(self):
+        """What computes the session's dask arrays (see the module doc)."""
+        return self._ctx.dask_scheduler
+
+    def close(self) -> None:
+        """Shut down what the session started to compute (a dask LocalCluster or the Client it
+        connected); it can compute again afterwards, starting a new one. Also ``with Session() as s``."""
+        self._ctx.dask_scheduler.close()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.close()
+        return False
+
     def __repr__(self) -> str:
         return f"Session(device={self.device!r}, dtype={self.dtype!r}, trace={self.trace})"
+
+
+def _dask_scheduler(spec, workers):
+    """The session's dask scheduler (nothing starts until a dask array is computed); ValueError_
+    for an unknown scheduler name or a worker count that is not a whole number above 0."""
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ValueError_(f"workers is a whole number of dask worker processes above 0, not {describe(workers)}")
+    return dask_device.Scheduler(spec, n_workers=workers)
 
 
 def _format(value) -> str:

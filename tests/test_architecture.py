@@ -37,7 +37,7 @@ LEVEL = {name: i for i, names in enumerate(LAYERS) for name in names}
 # (scipy is a dependency imported on first use: tests/test_ops_pointwise.py checks that
 # importing autodsl does not import it.)
 OPTIONAL = {"cupy", "cupyx", "dask", "distributed", "matplotlib", "IPython", "ipykernel", "graphviz",
-            "jupyter_client", "array_api_strict"}
+            "jupyter_client", "array_api_strict", "zarr"}
 
 # Module-level mutable objects that are not per-run state, each with why it may be global.
 ALLOWED_GLOBALS = {
@@ -59,6 +59,7 @@ ALLOWED_GLOBALS = {
     "autodsl.backend:_strict_xp": "array_api_strict, loaded on first use",
     "autodsl.backend:_dask_xp": "dask's namespace, loaded on first use",
     "autodsl.ops.promotion:_CONSTANTS": "memo cache: one 0-d tensor per Python constant (Note [constant tensors])",
+    "autodsl.ops.promotion:_VALUES": "memo cache: the Python number of each cached constant (Note [constant tensors])",
     "autodsl.core.node:_seq": "id counter: creation order of nodes (seq_nr)",
     "autodsl.core.node:_hook_ids": "id counter of hook handles",
     "autodsl.core.watch:_serial": "id counter: the order of records",

@@ -35,6 +35,7 @@ __all__ = [
     "Scheduler",
     "broadcast_to",
     "compute_arrays",
+    "concrete",
     "from_host",
     "is_dask",
     "load",
@@ -84,7 +85,8 @@ def _chunks(chunks):
 
 def from_host(host, chunks=None):
     """A dask array of the host values ``host`` (a NumPy array, or a memory map: read lazily)."""
-    return _da().from_array(host, chunks=_chunks(chunks), asarray=False if isinstance(host, np.memmap) else None)
+    # (asarray: a memory map's chunks become plain arrays as they are read, not memmap objects)
+    return _da().from_array(host, chunks=_chunks(chunks), asarray=True)
 
 
 def make(fn: str, args: tuple, dtype, chunks=None):
@@ -163,6 +165,14 @@ def to_host(arr) -> np.ndarray:
     if host is None:
         host = compute_arrays([arr])[0]
     return host
+
+
+def concrete(host: np.ndarray, like):
+    """A dask array of the computed values ``host`` of ``like``, in its chunks, that knows its
+    values (reading it computes nothing; a graph built on it starts from them)."""
+    arr = _da().from_array(host, chunks=like.chunks, asarray=True)
+    _keep(arr, host)
+    return arr
 
 
 def compute_arrays(arrays: list) -> list:

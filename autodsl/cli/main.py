@@ -39,6 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="script files to run, in order, in one session (- reads standard input)")
     p.add_argument("-c", dest="source", metavar="SOURCE", help="run SOURCE as a script")
     p.add_argument("--device", choices=["cpu", "cuda", "dask"], default="cpu", help="default device (default: cpu)")
+    p.add_argument("--scheduler", default=None, metavar="ADDR",
+                   help="device dask: the dask scheduler's address (tcp://host:8786), or threads or "
+                        "synchronous (default: a LocalCluster started on first use)")
+    p.add_argument("--workers", type=_steps, default=None, metavar="N",
+                   help="device dask: worker processes of the LocalCluster (default: 2)")
     p.add_argument("--dtype", choices=["float32", "float64"], default=None,
                    help="default floating dtype (default: float64)")
     p.add_argument("--trace", action="store_true", help="print a step-by-step trace of every backward")
@@ -180,19 +185,21 @@ def _main(argv) -> int:
     try:
         session = Session(device=args.device, dtype=args.dtype, trace=args.trace, anomaly=args.anomaly,
                           time_limit=args.time_limit, memory_limit=args.memory_limit,
-                          step_limit=args.step_limit, source_limit=args.source_limit)
+                          step_limit=args.step_limit, source_limit=args.source_limit,
+                          scheduler=args.scheduler, workers=args.workers)
         for name, value in variables.items():
             session[name] = value
     except DSLError as e:
         sys.stderr.write(f"autodsl: {e.render()}\n")
         return 1
 
-    if sources:
-        return _run_sources(session, sources)
-    if sys.stdin is not None and not sys.stdin.isatty():
-        return _run_sources(session, [("<stdin>", _stdin(parser, args.source_limit))])
-    rc = repl.main(session, history=not args.no_history)
-    return int(rc or 0)
+    with session:       # (closes what it started: a dask LocalCluster)
+        if sources:
+            return _run_sources(session, sources)
+        if sys.stdin is not None and not sys.stdin.isatty():
+            return _run_sources(session, [("<stdin>", _stdin(parser, args.source_limit))])
+        rc = repl.main(session, history=not args.no_history)
+        return int(rc or 0)
 
 
 def main(argv: list[str] | None = None) -> int:

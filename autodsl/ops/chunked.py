@@ -19,6 +19,9 @@ a size first, and that check is all the small ops pay.
   broadcast result (ops/registry.py calls it for ops marked ``pointwise``);
 * ``draw`` and ``filled``: ``rand``/``randn`` (the same numbers as one draw) and ``ones``/``full``.
 
+A lazy array (dask's) is never cut here: it is a graph that dask already runs in its own chunks,
+and nothing computes until it is asked to, so each function below gives the one-call graph.
+
 Inputs here are large, and often ``expand``ed views with stride 0 whose every element is the
 same memory: a piece never copies more than itself.
 """
@@ -75,6 +78,12 @@ def _reduce(a, axes, keepdim, part, combine, acc_dtype=None):
     ``combine(x, y)`` merges two of them. The result has ``acc_dtype`` (default: the first
     part's dtype) until the caller converts it."""
     xp = namespace_of(a)
+    if backend.is_lazy(a):              # one call: dask reduces chunk by chunk itself
+        out = part(a, tuple(slice(None) for _ in a.shape))
+        if acc_dtype is not None and out.dtype != acc_dtype:
+            out = xp.astype(out, acc_dtype)
+        return out if keepdim or not axes else xp.reshape(
+            out, tuple(n for i, n in enumerate(a.shape) if i not in axes))
     kshape = tuple(1 if i in axes else n for i, n in enumerate(a.shape))
     out = None
     for idx, coords in blocks(a.shape, PIECE):
@@ -162,6 +171,8 @@ def arg_extreme(a, axis, pick):
     """``argmax`` (``pick`` "max") or ``argmin`` along ``axis`` with keepdims, in pieces: the
     first index of the extreme, as one call gives (a nan counts as the extreme, its first one)."""
     xp = namespace_of(a)
+    if backend.is_lazy(a):
+        return xp.astype((xp.argmax if pick == "max" else xp.argmin)(a, axis=axis, keepdims=True), xp.int64)
     kshape = tuple(1 if i == axis else n for i, n in enumerate(a.shape))
     value = index = None
     better = xp.greater if pick == "max" else xp.less
@@ -240,6 +251,8 @@ def _normalized(a, axis, finish):
     xp = namespace_of(a)
     axes = (axis,)
     m = amax(a, axes, True)
+    if backend.is_lazy(a):
+        return finish(a, m, backend.reduce_sum(xp.exp(a - m), axes, True))
 
     def part(blk, oidx):
         return backend.reduce_sum(xp.exp(blk - m[oidx]), axes, True)
@@ -296,7 +309,7 @@ def matmul(a, b):
     when it alone is above a piece. Shapes that do not fit go to the one call, which reports
     them."""
     work = matmul_work(a, b)
-    if work <= LARGE:
+    if work <= LARGE or backend.is_lazy(a) or backend.is_lazy(b):
         return a @ b
     # an expanded operand (stride 0) is not BLAS's: NumPy's own loop is many times slower
     piece = MATMUL_PIECE if _dense(a) and _dense(b) else MATMUL_PIECE // 16
@@ -393,7 +406,7 @@ def pointwise(forward, arrays, params):
         shape = tuple(backend.broadcast_shapes(*(x.shape for x in arrays)))
     except Exception:  # noqa: BLE001 - the one call reports shapes that do not broadcast
         return forward(*arrays, **params)
-    if math.prod(shape) <= LARGE:
+    if math.prod(shape) <= LARGE or any(backend.is_lazy(x) for x in arrays):
         return forward(*arrays, **params)
     xp = namespace_of(arrays[0])
     out = None
@@ -413,7 +426,7 @@ def draw(random, shape, dtype, device):
     pieces of the flattened result when it is above ``LARGE`` elements: the same numbers as
     one draw, since the generator gives them in order and fills a shape in C order."""
     n = math.prod(shape)
-    if n <= LARGE:
+    if n <= LARGE or device == "dask":      # (dask draws in its chunks: dask_device.random)
         return random(shape, dtype, device)
     out = None
     for start in range(0, n, PIECE):

@@ -1,14 +1,17 @@
 """Making tensors: tensor, zeros, ones, full, rand, randn, arange, linspace, eye, seed.
 
 Every function takes ``dtype=`` (float64 by default for real numbers, or the
-session's default), ``device=`` ("cpu" or "cuda") and ``requires_grad=``.
+session's default), ``device=`` ("cpu", "cuda" or "dask") and ``requires_grad=``; the
+creation functions also take ``chunks=``, dask's chunk sizes ("auto" by default: about 128 MiB
+per chunk; a number, a tuple per dim, or -1 for a whole dim), read on the "dask" device only and
+ignored elsewhere, so that a script runs unchanged on every device.
 """
 from __future__ import annotations
 
 import math
 
 import autodsl.backend as backend
-from autodsl.backend import seed
+from autodsl.backend import dask_device, seed
 from autodsl.context import current
 from autodsl.errors import DTypeError, ShapeError, TypeError_, ValueError_
 from autodsl.core import grad_mode
@@ -27,10 +30,13 @@ def _dtype(dtype):
     return backend.get_default_dtype() if dtype is None else backend.as_dtype(dtype)
 
 
-def _make(fn: str, device: str, dt, *args):
+def _make(fn: str, device: str, dt, *args, chunks=None):
     """``xp.<fn>(*args, dtype=...)`` in the namespace of ``device`` (zeros, ones, arange...),
-    once its size fits the memory limit (or the machine's memory): LimitError with the size."""
+    once its size fits the memory limit (or the machine's memory): LimitError with the size.
+    On "dask" a lazy array in ``chunks``, which takes no memory until it is computed."""
     shape = _shape_made(fn, args)
+    if device == "dask":
+        return dask_device.make(fn, args, dt.np, chunks)
     reserve_elements(shape, dt.np.itemsize, f"{fn}()")
     xp = backend.xp(device)
     if fn in ("ones", "full") and math.prod(shape) > chunked.LARGE:     # long: in pieces
@@ -80,7 +86,7 @@ def _size(size):
     return tuple(out)
 
 
-def tensor(data, requires_grad=False, dtype=None, device=None):
+def tensor(data, requires_grad=False, dtype=None, device=None, chunks=None):
     """A new leaf tensor from a number or nested lists (copied).
 
     A NumPy array keeps its dtype. Number literals give the default float
@@ -88,8 +94,17 @@ def tensor(data, requires_grad=False, dtype=None, device=None):
     int64, ``tensor([true, false])`` is bool. Raises DTypeError if an integer
     or bool tensor is asked to require grad, ShapeError for ragged lists.
 
+    A dask array stays lazy on the "dask" device (where it goes when ``device`` is not given),
+    rechunked only when ``chunks`` is given; a NumPy memory map (``np.load(f, mmap_mode="r")``)
+    on "dask" is read chunk by chunk when computed, never copied whole.
+
     Example: ``w = tensor([[1.0, 2.0]], requires_grad=true)``
     """
+    if dask_device.is_dask(data):
+        device = backend.check_device("dask" if device is None else device)
+        if device == "dask":
+            dt = None if dtype is None else backend.as_dtype(dtype)
+            return _finish(backend.asarray(data, dt, device, chunks=chunks), device, requires_grad)
     device = backend.check_device(device)
     if isinstance(data, Tensor):
         if current().capture is not None:
@@ -98,25 +113,28 @@ def tensor(data, requires_grad=False, dtype=None, device=None):
     if hasattr(data, "dtype") and hasattr(data, "shape"):     # a NumPy/CuPy array keeps its dtype
         host = backend.to_host(data)
         dt = backend.as_dtype(host.dtype) if dtype is None else backend.as_dtype(dtype)
-        arr = backend.contiguous(backend.asarray(host, dt, device, copy=True))   # a C-order copy
+        arr = backend.contiguous(backend.asarray(host, dt, device, copy=True, chunks=chunks))   # a C-order copy
         return _finish(arr, device, requires_grad)
     dt = None if dtype is None else backend.as_dtype(dtype)
-    return _finish(array_from_data(data, dt, device), device, requires_grad)
+    arr = array_from_data(data, dt, device)
+    if chunks is not None and device == "dask":
+        arr = arr.rechunk(chunks)
+    return _finish(arr, device, requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False):
+def zeros(*size, dtype=None, device=None, requires_grad=False, chunks=None):
     """A tensor of zeros of shape ``size``. Example: ``zeros(2, 3)``"""
     device = backend.check_device(device)
-    return _finish(_make("zeros", device, _dtype(dtype), _size(size)), device, requires_grad)
+    return _finish(_make("zeros", device, _dtype(dtype), _size(size), chunks=chunks), device, requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False):
+def ones(*size, dtype=None, device=None, requires_grad=False, chunks=None):
     """A tensor of ones of shape ``size``. Example: ``ones(3)``"""
     device = backend.check_device(device)
-    return _finish(_make("ones", device, _dtype(dtype), _size(size)), device, requires_grad)
+    return _finish(_make("ones", device, _dtype(dtype), _size(size), chunks=chunks), device, requires_grad)
 
 
-def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+def full(size, fill_value, dtype=None, device=None, requires_grad=False, chunks=None):
     """A tensor of shape ``size`` filled with ``fill_value``; its dtype follows the value
     (bool, int64, or the default float) unless given. Example: ``full([2, 2], 7.0)``"""
     device = backend.check_device(device)
@@ -133,7 +151,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
         dt = backend.int64
     else:
         dt = _dtype(dtype)
-    return _finish(_make("full", device, dt, _size(size), fill_value), device, requires_grad)
+    return _finish(_make("full", device, dt, _size(size), fill_value, chunks=chunks), device, requires_grad)
 
 
 def _like(input, name):
@@ -143,41 +161,59 @@ def _like(input, name):
     return input
 
 
+def _chunks_of(input):
+    """A dask tensor's chunks (a ``*_like`` tensor lines up with its input's), else None."""
+    return input._data.chunks if input.device == "dask" else None
+
+
 def zeros_like(input, dtype=None, requires_grad=False):
-    """Zeros with the shape, dtype and device of ``input``. Example: ``zeros_like(x)``
+    """Zeros with the shape, dtype and device of ``input`` (on "dask", its chunks too).
+    Example: ``zeros_like(x)``
 
     Raises TypeError_ when ``input`` is not a tensor."""
     input = _like(input, "zeros_like")
-    return zeros(*input.shape, dtype=dtype or input.dtype, device=input.device, requires_grad=requires_grad)
+    return zeros(*input.shape, dtype=dtype or input.dtype, device=input.device, requires_grad=requires_grad,
+                 chunks=_chunks_of(input))
 
 
 def ones_like(input, dtype=None, requires_grad=False):
-    """Ones with the shape, dtype and device of ``input``. Example: ``ones_like(x)``
+    """Ones with the shape, dtype and device of ``input`` (on "dask", its chunks too).
+    Example: ``ones_like(x)``
 
     Raises TypeError_ when ``input`` is not a tensor."""
     input = _like(input, "ones_like")
-    return ones(*input.shape, dtype=dtype or input.dtype, device=input.device, requires_grad=requires_grad)
+    return ones(*input.shape, dtype=dtype or input.dtype, device=input.device, requires_grad=requires_grad,
+                chunks=_chunks_of(input))
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False):
-    """Uniform random numbers in [0, 1) of shape ``size`` (see ``seed``). Example: ``rand(2, 2)``"""
+def rand(*size, dtype=None, device=None, requires_grad=False, chunks=None):
+    """Uniform random numbers in [0, 1) of shape ``size`` (see ``seed``). Example: ``rand(2, 2)``
+
+    On "dask" up to 2**24 elements are the cpu's numbers for the same seed, drawn on the host;
+    more are drawn on the workers, chunk by chunk, from a seed taken from the generator (the
+    same for the same seed, but not the cpu's numbers)."""
     device = backend.check_device(device)
     dt = _dtype(dtype)
     _need_float(dt, "rand")
     _no_capture("rand")
     shape = _size(size)
+    if device == "dask":
+        return _finish(backend.random_uniform(shape, dt, device, chunks), device, requires_grad)
     reserve_elements(shape, 8, "rand()")           # (drawn as float64)
     arr = chunked.draw(backend.random_uniform, shape, dt, device)
     return _finish(arr, device, requires_grad)
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False):
-    """Standard normal random numbers of shape ``size`` (see ``seed``). Example: ``randn(3)``"""
+def randn(*size, dtype=None, device=None, requires_grad=False, chunks=None):
+    """Standard normal random numbers of shape ``size`` (see ``seed``; on "dask" as ``rand``).
+    Example: ``randn(3)``"""
     device = backend.check_device(device)
     dt = _dtype(dtype)
     _need_float(dt, "randn")
     _no_capture("randn")
     shape = _size(size)
+    if device == "dask":
+        return _finish(backend.random_normal(shape, dt, device, chunks), device, requires_grad)
     reserve_elements(shape, 8, "randn()")
     arr = chunked.draw(backend.random_normal, shape, dt, device)
     return _finish(arr, device, requires_grad)
@@ -204,7 +240,7 @@ def _number_arg(fn, name, v, example):
     return v
 
 
-def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False, chunks=None):
     """Evenly spaced values in [start, end) with ``step``; int64 when all arguments are
     integers, else the default float dtype. Example: ``arange(5)``, ``arange(0, 1, 0.25)``
 
@@ -222,11 +258,11 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         dt = backend.int64 if ints else backend.get_default_dtype()
     else:
         dt = backend.as_dtype(dtype)
-    arr = _make("arange", device, dt, start, end, step)
+    arr = _make("arange", device, dt, start, end, step, chunks=chunks)
     return _finish(arr, device, requires_grad)
 
 
-def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False, chunks=None):
     """``steps`` evenly spaced values from start to end, both included. Example: ``linspace(0, 1, 5)``
 
     Raises TypeError_ for a start or end that is not a number or steps that is not a whole number,
@@ -239,13 +275,13 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     steps = int(steps)
     if steps < 0:
         raise ValueError_("linspace: steps must be non-negative")
-    arr = _make("linspace", device, _dtype(dtype), start, end, steps)
+    arr = _make("linspace", device, _dtype(dtype), start, end, steps, chunks=chunks)
     return _finish(arr, device, requires_grad)
 
 
-def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+def eye(n, m=None, dtype=None, device=None, requires_grad=False, chunks=None):
     """The n x m identity matrix (m = n by default). Example: ``eye(3)``"""
     device = backend.check_device(device)
-    arr = _make("eye", device, _dtype(dtype), int(n), None if m is None else int(m))
+    arr = _make("eye", device, _dtype(dtype), int(n), None if m is None else int(m), chunks=chunks)
     return _finish(arr, device, requires_grad)
 

@@ -31,6 +31,7 @@ from autodsl.core.text_input import DEFAULT_SOURCE_LIMIT, TextInputError
 from autodsl.core.text_input import read_text as bounded_text
 from autodsl.core.words import kind as value_kind
 from autodsl.errors import (
+    DeviceError,
     DSLError,
     DTypeError,
     IndexError_,
@@ -214,7 +215,7 @@ class Checkpoint(tuple):
 
 # ---- load ----------------------------------------------------------------------
 
-def load(path, dtype=None, columns=None, header=None):
+def load(path, dtype=None, columns=None, header=None, chunks=None):
     """Read a data file into a tensor (or a checkpoint of named tensors); the format is the
     extension (.csv, .npy, .npz, .json).
 
@@ -231,6 +232,12 @@ def load(path, dtype=None, columns=None, header=None):
     * ``.json``: nested lists of numbers (a tensor, as ``tensor(data)``), or an object whose
       values are those (a checkpoint under its keys).
 
+    * ``.zarr``: a zarr array (a directory written by zarr; needs the dask extra).
+
+    On the "dask" device (the default device, set by ``--device dask``), ``.npy`` and ``.zarr``
+    are read lazily: memory-mapped or chunk by chunk, only when a computation needs the values,
+    in ``chunks`` (dask's meaning; "auto" for .npy, zarr's own for .zarr, when not given).
+
     ``dtype`` converts every tensor read. A relative path starts at the script's directory
     (the current directory, or the session's ``base_dir``, for the REPL and ``-c``).
 
@@ -244,8 +251,10 @@ def load(path, dtype=None, columns=None, header=None):
     Example: ``x = load("iris.csv", columns=[0, 1, 2, 3])``
     """
     fname = resolve_path(path, "load")
-    ext = _extension(fname, "load")
     dt = _as_dtype(dtype)
+    if _is_zarr(fname):
+        return _load_zarr(fname, _q(fname), dt, chunks, backend.get_default_device())
+    ext = _extension(fname, "load")
     if ext != ".csv" and (columns is not None or header is not None):
         which = "columns=" if columns is not None else "header="
         raise TypeError_(f"load(): {which} is for .csv files, and {_q(fname)} is a {ext} file")
@@ -253,7 +262,20 @@ def load(path, dtype=None, columns=None, header=None):
         return _load_csv(fname, dt, columns, header)
     if ext == ".json":
         return _load_json(fname, dt)
+    if ext == ".npy" and backend.get_default_device() == "dask":
+        return _load_npy_lazy(fname, _q(fname), dt, chunks, lambda fn: _opened(fname, fn))
     return _load_numpy(fname, dt)
+
+
+def _opened(fname: str, fn):
+    """``fn()`` (which opens ``fname`` with NumPy), its errors in load's words."""
+    try:
+        return fn()
+    except OSError as e:
+        raise _open_error(fname, "load", e) from None
+    except (ValueError, EOFError):
+        raise ValueError_(f"load(): {_q(fname)} is not a NumPy file that load() can read (it may be damaged, "
+                          "of another format, or hold Python objects, which load() never reads)") from None
 
 
 def _load_numpy(fname: str, dt):
@@ -589,3 +611,47 @@ def _write(fname: str, write) -> None:
     finally:
         if os.path.exists(partial):
             os.remove(partial)
+
+
+# ---- the "dask" device: .npy memory-mapped and zarr stores, read lazily, chunk by chunk ----
+# Nothing is read until a computation needs a chunk (a file larger than the machine's memory can
+# be a tensor); on "cpu" and "cuda" zarr is read whole.
+
+def _is_zarr(fname: str) -> bool:
+    """A zarr store: a name ending in .zarr (a directory, as zarr writes one)."""
+    return fname.rstrip("/\\").lower().endswith(".zarr")
+
+
+def _checked(arr, where: str):
+    if np.dtype(arr.dtype).kind not in "biuf":
+        raise DTypeError(f"load(): {where} holds {np.dtype(arr.dtype).name} values, which a tensor cannot "
+                         "hold; tensors hold numbers (float32, float64, int64) or booleans")
+    return arr
+
+
+def _load_npy_lazy(fname: str, shown: str, dt, chunks, opened):
+    """A dask tensor of the ``.npy`` file ``fname``, memory-mapped (read when computed);
+    ``opened(fn)`` runs ``fn`` turning load's errors into its words."""
+    arr = _checked(opened(lambda: np.load(fname, mmap_mode="r", allow_pickle=False)), shown)
+    return tensor(backend.asarray(arr, None, "dask", chunks=chunks), dtype=dt, device="dask")
+
+
+def _load_zarr(fname: str, shown: str, dt, chunks, device: str):
+    """A tensor of the zarr array at ``fname``: lazy on "dask" (zarr's chunks unless ``chunks``),
+    read whole elsewhere."""
+    try:
+        import zarr  # (optional: the dask extra)
+    except ImportError:
+        raise DeviceError('load(): reading a zarr store needs zarr; install it with '
+                          '`pip install "autodsl[dask]"`') from None
+    try:
+        z = zarr.open_array(fname, mode="r")
+    except Exception:  # noqa: BLE001  (zarr's errors differ between its versions)
+        raise ValueError_(f"load(): {shown} is not a zarr array that load() can read (a .zarr store "
+                          "written by zarr, holding one array)") from None
+    _checked(z, shown)
+    if device == "dask":
+        import dask.array as da  # (optional: the dask extra)
+        arr = da.from_zarr(z) if chunks is None else da.from_zarr(z, chunks=chunks)
+        return tensor(arr, dtype=dt, device="dask")
+    return tensor(np.asarray(z[...]), dtype=dt, device=device)

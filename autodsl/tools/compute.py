@@ -1,0 +1,73 @@
+"""compute and persist: when a lazy device's tensors get their values.
+
+On the "dask" device an op records a graph; values exist only once something computes them.
+``compute(loss, w, b)`` computes every tensor given, and the ``.grad`` of each, in one pass (parts
+they share are computed once), and leaves each of them holding its values: reading them again
+(``item``, ``numpy``, printing, later ops) computes nothing more. ``persist(w, b)`` does the same
+but keeps the values where the scheduler keeps results (a cluster's workers), for parameters
+between training steps: the next step's graph starts from them instead of from the whole history.
+
+On "cpu" and "cuda" values are always at hand: both return their arguments unchanged, so that a
+script runs on every device.
+"""
+from __future__ import annotations
+
+from autodsl import backend
+from autodsl.backend import dask_device
+from autodsl.core.tensor import Tensor
+from autodsl.core.words import kind
+from autodsl.errors import TypeError_
+
+__all__ = ["compute", "persist"]
+
+
+def _targets(name: str, tensors: tuple) -> list:
+    """The tensors given (a list or tuple of them counts as its items) and their gradients."""
+    out = []
+    for t in tensors:
+        items = t if isinstance(t, (list, tuple)) else (t,)
+        for x in items:
+            if not isinstance(x, Tensor):
+                raise TypeError_(f"{name}() takes tensors, not {kind(x)}; for example {name}(loss, w, b)")
+            out.append(x)
+            if x._grad is not None:
+                out.append(x._grad)
+    return [x for x in out if backend.is_lazy(x._data)]
+
+
+def _result(tensors: tuple):
+    return tensors[0] if len(tensors) == 1 else tensors
+
+
+def compute(*tensors):
+    """Compute the values of ``tensors`` and of their ``.grad``\\ s in one pass; returns the tensor
+    (one given) or a tuple of them (several), the same tensor objects, now holding their values.
+
+    On "dask" the scheduler is the session's (``Session(scheduler=...)``); the tensors keep their
+    shapes, dtypes, chunks, history and device. On "cpu" and "cuda" nothing happens. A list or
+    tuple of tensors counts as its items. TypeError_ for an argument that is not a tensor.
+
+    Example: ``compute(loss, w, b)`` after ``loss.backward()``, then ``print(loss.item())``
+    """
+    lazy = _targets("compute", tensors)
+    if lazy:
+        values = dask_device.compute_arrays([x._data for x in lazy])
+        for x, v in zip(lazy, values):
+            x._data = dask_device.concrete(v, x._data)
+    return _result(tensors)
+
+
+def persist(*tensors):
+    """Compute ``tensors`` (and their ``.grad``\\ s) and keep their values where the scheduler keeps
+    results (a cluster's workers, or this process), so that later graphs start from them: for
+    parameters between training steps. Returns the tensor or a tuple, as ``compute``. No-op on
+    "cpu" and "cuda". TypeError_ for an argument that is not a tensor.
+
+    Example: ``w, b = persist(w - lr * w.grad, b - lr * b.grad)``
+    """
+    lazy = _targets("persist", tensors)
+    if lazy:
+        arrays = dask_device.persist_arrays([x._data for x in lazy])
+        for x, a in zip(lazy, arrays):
+            x._data = a
+    return _result(tensors)
