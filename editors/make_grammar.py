@@ -2,12 +2,12 @@
 
 Run ``.venv/bin/python editors/make_grammar.py`` after a keyword or a built-in is added;
 ``--check`` only says whether the committed files are what it would write (exit status 1 when
-not). The word lists come from the language itself, through the Pygments lexer
-(``autodsl/cli/lexer.py``: the parser's ``KEYWORDS`` and the built-ins table), and the rules are
-the lexer's, in the lexer's order, so that an editor colours a script as ``pygmentize`` and the
-REPL do (tests/test_editors_grammar.py checks this on the samples). The grammar is written twice:
-here, and inside the VS Code extension folder (``editors/vscode/syntaxes/``), which must hold its
-own copy to be packaged.
+not). The word lists come from the language itself: the keywords from the Lark grammar's
+terminals, the built-in names from the built-ins table (as the Pygments lexer,
+``autodsl/cli/lexer.py``, has them); the rules are the lexer's, in the lexer's order, so that an
+editor colours a script as ``pygmentize`` and the REPL do (tests/test_editors_grammar.py checks
+this on the samples). The grammar is written twice: here, and inside the VS Code extension
+folder (``editors/vscode/syntaxes/``), which must hold its own copy to be packaged.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import autodsl
 from autodsl.backend import DType
 from autodsl.cli.lexer import BUILTIN_NAMES, CONSTANTS, PREDEFINED
-from autodsl.lang.parser import KEYWORDS
+from autodsl.lang.parser import get_parser
 
 HERE = Path(__file__).resolve().parent
 OUTPUTS = (HERE / "autodsl.tmLanguage.json", HERE / "vscode" / "syntaxes" / "autodsl.tmLanguage.json")
@@ -42,9 +42,15 @@ def _quoted(q: str, prefix: str = "") -> str:
     return f"({prefix})({q})((?:[^{q}\\\\\\n]|\\\\.)*)({q})"
 
 
+def grammar_keywords() -> frozenset[str]:
+    """The words the Lark grammar (grammar/autodsl.lark) spells out: `def`, `for`, `true`, ..."""
+    return frozenset(t.pattern.value for t in get_parser().terminals
+                     if t.pattern.type == "str" and t.pattern.value.isidentifier())
+
+
 def grammar() -> dict:
     """The grammar as a JSON-ready dict: the lexer's rules in its order, one scope a token class."""
-    keywords = sorted(KEYWORDS - set(CONSTANTS) - set(_LOGICAL))
+    keywords = sorted(grammar_keywords() - set(CONSTANTS) - set(_LOGICAL))
     control = [k for k in keywords if k != "def"]
     dtypes = [n for n in PREDEFINED if isinstance(getattr(autodsl, n, None), DType)]
     values = [n for n in PREDEFINED if n not in dtypes]

@@ -53,6 +53,11 @@ def test_committed_grammar_is_what_the_generator_writes():
             "run .venv/bin/python editors/make_grammar.py and commit its output")
 
 
+def test_keywords_are_the_lark_grammars_words_as_the_lexer_has_them():
+    # the generator reads the Lark grammar, the Pygments lexer the parser's KEYWORDS
+    assert _generator().grammar_keywords() == KEYWORDS
+
+
 def test_grammar_holds_every_keyword_and_builtin():
     rules = json.dumps(_generator().grammar())
     for word in sorted(KEYWORDS | set(BUILTIN_NAMES) | set(PREDEFINED)):
