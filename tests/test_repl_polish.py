@@ -284,3 +284,33 @@ def test_a_script_run_alone_keeps_short_positions(tmp_path):
     s = autodsl.Session(out=io.StringIO(), trace=True)
     s.run("w = tensor(2.0, requires_grad=true)\ny = w * w\ny.backward()\n", str(tmp_path / "one.ad"))
     assert "MulBackward#1 at 2:7 `w * w`" in str(s.last_trace)
+
+
+def test_the_signature_bar_in_a_real_terminal(tmp_path):
+    # the bar needs the terminal's answer to a cursor-position request (as any terminal gives)
+    pexpect = pytest.importorskip("pexpect")
+    env = dict(os.environ)
+    env.pop("PROMPT_TOOLKIT_NO_CPR", None)
+    env.update({"PYTHONPATH": str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""), "XDG_DATA_HOME": str(tmp_path),
+                "TERM": "xterm", "NO_COLOR": "1"})
+    child = pexpect.spawn(sys.executable, ["-m", "autodsl", "--no-history"], cwd=str(ROOT), env=env,
+                          encoding="utf-8", timeout=30, dimensions=(24, 100))
+
+    def expect(text):
+        while child.expect_exact(["\x1b[6n", text]) == 0:
+            child.send("\x1b[3;1R")          # the cursor is on row 3, column 1
+    try:
+        expect(">>>")
+        child.send("def f(a, b=2) { return a*b }\r")
+        expect(">>>")
+        child.send("exp(")
+        expect("exp(input)")
+        child.send("f(")
+        expect("f(a, b=2)")
+        child.send("1))\r")
+        expect("7.389")                     # exp(f(1)) ran
+        child.send(":quit\r")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
