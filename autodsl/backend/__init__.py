@@ -40,7 +40,7 @@ import numpy as np
 
 from autodsl.context import DEFAULT, current, scoped
 from autodsl.errors import DeviceError, DTypeError, TypeError_, ValueError_
-from autodsl.backend import dask_device
+from autodsl.backend import dask_device, dask_index
 
 __all__ = [
     "DType", "float32", "float64", "int32", "int64", "bool_", "DTYPES", "as_dtype",
@@ -786,7 +786,12 @@ def getitem(arr, key: tuple):
     """``arr[key]`` with NumPy's indexing rules (ints, slices, None, ..., integer arrays,
     bool masks, in any mix); basic indices give views. IndexError as NumPy raises it."""
     key = _full_key(key)
-    if type(arr) is np.ndarray or _flavor(arr) != "strict" or _standard_key(arr, key, False):
+    if type(arr) is np.ndarray:
+        return arr[key]
+    f = _flavor(arr)
+    if f == "dask":                     # nd fancy indexing and masks, lazily (backend/dask_index.py)
+        return dask_index.getitem(arr, key)
+    if f != "strict" or _standard_key(arr, key, False):
         return arr[key]
     return namespace_of(arr).asarray(to_host(arr)[_host_key(key)])
 
@@ -797,6 +802,9 @@ def setitem(arr, key: tuple, value) -> None:
     key = _full_key(key)
     if not isinstance(value, (int, float, bool)) and value.dtype != arr.dtype:
         value = namespace_of(value).astype(value, arr.dtype)      # NumPy casts; the standard does not
+    if type(arr) is not np.ndarray and _flavor(arr) == "dask":
+        dask_index.setitem(arr, key, value)
+        return
     if type(arr) is np.ndarray or _flavor(arr) != "strict" or _standard_key(arr, key, True):
         arr[key] = value
         return
@@ -813,6 +821,8 @@ def scatter_add(target, key, values) -> None:
     elif f == "cupy":
         import cupyx  # noqa: PLC0415  (ships with CuPy)
         cupyx.scatter_add(target, key, values)
+    elif f == "dask":
+        dask_index.scatter_add(target, key, values)
     else:
         host = to_host(target, copy=True)
         np.add.at(host, _host_key(key), to_host(values))

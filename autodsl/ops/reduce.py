@@ -272,7 +272,7 @@ class ExtremeDim(Op):
         self.key, self.in_shape = key, a.shape
         xp = namespace_of(a)
         src = xp.reshape(a, (1,)) if a.ndim == 0 else a
-        return xp.reshape(src[key], out_shape)
+        return xp.reshape(backend.getitem(src, key), out_shape)     # (nd fancy: dask has no src[key])
 
     rule = "grad sent to the index of each extreme (the first one on ties)"
 
