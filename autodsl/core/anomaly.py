@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from functools import partial
 
 import numpy as np
 
@@ -36,6 +37,7 @@ from autodsl.textfmt import format_number
 from autodsl.context import current
 from autodsl.names import names_of
 from autodsl.source import SOURCE_POS, caller_pos, format_pos, pos_text, warn_user
+from autodsl.core import deferred
 from autodsl.core.observer import PassObserver
 from autodsl.core.rules import input_value, output_value
 from autodsl.core.words import shown
@@ -209,6 +211,15 @@ def _finite(arr) -> bool:
     return bool(xp.all(xp.isfinite(arr)))
 
 
+def _non_finite(arr):
+    """A 0-d bool array, true when some element of ``arr`` is nan or infinite (no host read);
+    None for integers and bools (always finite)."""
+    if backend.kind_of(arr.dtype) != "f":
+        return None
+    xp = backend.namespace_of(arr)
+    return ~xp.all(xp.isfinite(arr))
+
+
 def _bad_kind(host) -> str:
     """"nan", "inf", "-inf", or a list of those joined by "and"."""
     kinds = [w for w, f in (("nan", np.isnan), ("inf", np.isposinf), ("-inf", np.isneginf)) if f(host).any()]
@@ -302,13 +313,32 @@ def check_forward(op_name: str, inputs, out, node=None) -> None:
     if st is None or ctx.in_pass:     # in a pass: an op of a backward formula, whose node
         return                              # check_backward reports
     arr = out._data
+    pos = None
+    if not backend.on_host(arr):        # no host sync per op: tested when values are read
+        pos = (node.pos if node is not None and node.pos is not None
+               else SOURCE_POS.get() or caller_pos())
+        flag = _non_finite(arr)
+        if flag is None:
+            return
+        for t in inputs:
+            f = _non_finite(t._data)
+            if f is not None:
+                flag = flag & ~f
+        deferred.check(flag, partial(_forward_report, st, op_name, inputs, out, node, pos), pos)
+        return
     if _finite(arr):
         return
     for t in inputs:
         if not _finite(t._data):
             return          # not the root cause: a non-finite input came in
-    pos = (node.pos if node is not None and node.pos is not None
-           else SOURCE_POS.get() or caller_pos())
+    _forward_report(st, op_name, inputs, out, node, pos)
+
+
+def _forward_report(st, op_name, inputs, out, node, pos) -> None:
+    """check_forward's report (warning or error) of an op that made nan or inf from finite inputs."""
+    arr = out._data
+    pos = pos or (node.pos if node is not None and node.pos is not None
+                  else SOURCE_POS.get() or caller_pos())
     host = np.asarray(backend.to_host(arr))
     lines = []
     for i, t in enumerate(inputs):
@@ -354,6 +384,24 @@ def check_backward(node, grad, outs) -> None:
     st = current().anomaly
     if st is None or grad is None:
         return
+    if not backend.on_host(grad._data):     # no host sync per node: tested when values are read
+        flag = None
+        for og in outs:
+            f = None if og is None else _non_finite(og._data)
+            if f is not None:
+                flag = f if flag is None else flag | f
+        if flag is None:
+            return
+        f = _non_finite(grad._data)
+        if f is not None:
+            flag = flag & ~f
+        deferred.check(flag, partial(_backward_now, st, node, grad, outs), node.pos)
+        return
+    _backward_now(st, node, grad, outs)
+
+
+def _backward_now(st, node, grad, outs) -> None:
+    """check_backward on values at hand (NumPy's, or a deferred check's that failed)."""
     bad = [i for i, og in enumerate(outs) if og is not None and not _finite(og._data)]
     if not bad or not _finite(grad._data):
         return

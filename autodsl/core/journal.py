@@ -74,13 +74,16 @@ def record_values(t) -> None:
 
 def record_grad(t) -> None:
     """Call before replacing ``t.grad`` (or adding into it in place)."""
-    log = current().journal
+    ctx = current()
+    log = ctx.journal
     if log is not None:
         key = ("grad", id(t))
         if key not in log.seen:
             log.seen.add(key)
             g = t._grad
             log.append((t, "grad", g, None if g is None else (_copy(g._data), g._version[0])))
+    if ctx.deferred is not None:    # value checks wait (core/deferred.py): a failed one takes this back
+        ctx.deferred.note_grads((t,))
 
 
 def record_attrs(obj, *names, log=None) -> None:

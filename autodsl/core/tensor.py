@@ -16,6 +16,7 @@ import sys
 
 import autodsl.backend as backend
 from autodsl.context import current
+from autodsl.core.deferred import settle
 from autodsl.core.engine import GraphTask
 from autodsl.core.journal import record_attrs, record_grad
 from autodsl.core.limits import reserve
@@ -358,6 +359,8 @@ class Tensor:
     # -- host conversion ---------------------------------------------------------------
     def numpy(self) -> "numpy.ndarray":  # noqa: F821
         """A NumPy copy of the values on the host (for a CPU tensor: a copy, never an alias)."""
+        if current().deferred is not None:     # ops' value checks wait for this read (core/deferred.py)
+            settle()
         out = backend.to_host(self._data, copy=True)
         if current().capture is not None:      # compile() is recording: Python reads the values
             current().capture.value(self, out.tolist(), "tolist")
@@ -368,6 +371,8 @@ class Tensor:
         if self._data.size != 1:
             raise ValueError_(f"item() needs a tensor with one element, this one has shape {self.shape}; "
                               "reduce it first (e.g. .sum())")
+        if current().deferred is not None:     # ops' value checks wait for this read (core/deferred.py)
+            settle()
         value = backend.to_host(self._data).reshape(()).item()
         if current().capture is not None:      # compile() is recording: Python reads a value here
             current().capture.value(self, value)
@@ -377,6 +382,8 @@ class Tensor:
         """The values as (nested) Python lists. LimitError when they would not fit in the session's
         memory limit (or the machine's memory): about 32 bytes a number."""
         reserve(32 * self.numel(), "tolist()")
+        if current().deferred is not None:     # ops' value checks wait for this read (core/deferred.py)
+            settle()
         out = backend.to_host(self._data).tolist()
         if current().capture is not None:      # compile() is recording: Python reads the values
             current().capture.value(self, out, "tolist")
@@ -410,6 +417,8 @@ class Tensor:
 
     def _format(self, style: str = "dsl") -> str:
         """The tensor as PyTorch prints it (core/tensor_repr.py); ``style`` spells booleans."""
+        if current().deferred is not None:     # ops' value checks wait for this read (core/deferred.py)
+            settle()
         return tensor_repr(backend.to_host(self._data), dtype=self.dtype.name,
                            default_dtype=backend.get_default_dtype().name, device=self.device,
                            grad_fn=None if self.grad_fn is None else self.grad_fn.name,

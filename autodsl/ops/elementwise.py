@@ -13,6 +13,8 @@ from autodsl.core.tensor import Tensor
 from autodsl.core.node import SavedTensor
 from autodsl.ops.formula import TENSORS, define
 from autodsl.ops.registry import Op, apply, defop
+from autodsl.ops.promotion import constant_value
+from autodsl.core import deferred
 from autodsl.errors import TypeError_
 from autodsl.core.tensor import as_tensor
 from autodsl.core.words import kind
@@ -148,11 +150,15 @@ class Pow(Op):
         self.save_for_backward(x, y)
         if self._record and not self.needs_input_grad[1]:
             self.save_output = False       # x^c: the output is needed only for the exponent's gradient
-        if kind_of(a.dtype) in "iub" and kind_of(b.dtype) in "iub" and _xp(b).any(b < 0):
-            raise ValueError_("integers to negative integer powers are not allowed (the result is not "
-                              "an integer); use a floating base, e.g. tensor(..., dtype=float64)")
+        host = backend.on_host(b)
+        if kind_of(a.dtype) in "iub" and kind_of(b.dtype) in "iub":
+            if not host:        # no host sync: tested when the values are read (core/deferred.py)
+                deferred.check(_xp(b).any(b < 0), _negative_int_power)
+            elif _xp(b).any(b < 0):
+                _negative_int_power()
         if b.ndim == 0 and kind_of(a.dtype) == "f":
-            special = _POWERS.get(float(b))
+            # (off the host only a number's exponent is known without reading it: x ^ 2, not x ^ y)
+            special = _POWERS.get(float(b) if host else constant_value(b))
             if special is not None:
                 return special(_xp(a), a)
         return a ** b
@@ -168,20 +174,30 @@ class Pow(Op):
             # d/dx x^y = y·x^(y-1), computed as a power (never through log|x|), so that
             # negative bases with integer exponents work.  torch: 0 where y == 0 (x^0 is
             # the constant 1, also at x = 0, where the formula would give 0·0^-1 = NaN).
-            if not nb and y._data.ndim == 0:
+            yd = y._data
+            host = backend.on_host(yd)
+            c = (float(yd) if host else constant_value(yd)) if yd.ndim == 0 else None
+            if not nb and c is not None:
                 # torch's pow_backward for a number exponent: zeros_like(self) for x^0 (a constant:
                 # no history, so no NaN from 0^-1 in a second derivative), else grad·(y·x^(y-1))
-                if float(y._data) == 0:
+                if c == 0:
                     return _zeros_like(g), None
                 return g * (y * x ** (y - 1)), None
             ga = g * (y * x ** (y - 1))
-            if _xp(y._data).any(y._data == 0):     # torch's pow_backward_self: where(y == 0, 0, ...)
+            # torch's pow_backward_self: where(y == 0, 0, ...); off the host without the test
+            # (a host sync): the where is taken whether or not some y is 0
+            if not host or _xp(yd).any(yd == 0):
                 ga = where(y == 0, 0.0, ga)
         if nb:
             # d/dy x^y = x^y·log x.  torch (pow_backward_exponent): grad * where(x == 0 & y >= 0, 0,
             # result * log(x)): 0 at the limit, NaN for x < 0, and grad multiplies outside the where
             gb = g * where((x == 0) & (y >= 0), 0.0, out * log(x))
         return ga, gb
+
+
+def _negative_int_power():
+    raise ValueError_("integers to negative integer powers are not allowed (the result is not "
+                      "an integer); use a floating base, e.g. tensor(..., dtype=float64)")
 
 
 # torch's pow of a floating tensor by a number computes these exponents without pow (its CPU

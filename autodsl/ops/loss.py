@@ -1,8 +1,11 @@
 """Losses: mean squared error, negative log-likelihood, cross-entropy."""
 from __future__ import annotations
 
+from functools import partial
+
 from autodsl import backend
 from autodsl.backend import getitem, namespace_of
+from autodsl.core import deferred
 from autodsl.core.grad_mode import is_grad_enabled
 from autodsl.core.tensor import Tensor, as_tensor
 from autodsl.core.words import shown
@@ -78,17 +81,20 @@ class NllLoss(Op):
     def forward(self, logp, target, *weight, reduction="mean", ignore_index=-100):
         xp = namespace_of(logp)
         n_classes = logp.shape[0 if logp.ndim == 1 else 1]
-        if xp.any((target != ignore_index) & ((target < 0) | (target >= n_classes))):
-            # here, not in nll_loss(): a compiled program runs forward, never the wrapper
-            flat = backend.to_host(target).reshape(-1).tolist()
-            used = [v for v in flat if v != ignore_index]
-            raise ValueError_(f"nll_loss: class indices must be in 0..{n_classes - 1} (or ignore_index="
-                              f"{ignore_index}), got {min(used)}..{max(used)}")
+        # here, not in nll_loss(): a compiled program runs forward, never the wrapper
+        outside = (target != ignore_index) & ((target < 0) | (target >= n_classes))
+        on_host = backend.on_host(target)
+        if on_host:
+            if xp.any(outside):
+                _class_index_error(target, ignore_index, n_classes)
+        else:       # no host sync: tested when the values are read (core/deferred.py)
+            deferred.check(xp.any(outside), partial(_class_index_error, target, ignore_index, n_classes))
         self.reduction = reduction
         self.shape = logp.shape
         t = xp.astype(target, xp.int64, copy=False)
         valid = t != ignore_index
-        safe = xp.where(valid, t, 0)
+        # (not on the host: a class outside the range, which raises later, reads class 0 till then)
+        safe = xp.where(valid if on_host else valid & ~outside, t, 0)
         self.index = _class_index(xp, safe, logp.ndim)
         picked = -getitem(logp, self.index)
         self.valid = valid
@@ -113,6 +119,14 @@ class NllLoss(Op):
     def formula(self, F, g):        # d/dlogp[n, t] of -w[t]·logp[n, t]: -w[t]; ignored targets: 0
         gg = F.where_zero(self.valid, F.mul_array(g, self.scale))
         return (F.index_add(gg, self.index, self.shape),) + (None,) * (len(self.next_edges) - 1)
+
+
+def _class_index_error(target, ignore_index, n_classes):
+    """nll_loss's error for a class index outside 0..n_classes-1 (reads the target's values)."""
+    flat = backend.to_host(target).reshape(-1).tolist()
+    used = [v for v in flat if v != ignore_index]
+    raise ValueError_(f"nll_loss: class indices must be in 0..{n_classes - 1} (or ignore_index="
+                      f"{ignore_index}), got {min(used)}..{max(used)}")
 
 
 def _class_index(xp, safe, ndim):

@@ -6,11 +6,13 @@
 """
 from __future__ import annotations
 
+from math import copysign
+
 import autodsl.backend as backend
 from autodsl.backend import kind_of, namespace_of
 from autodsl.core.tensor import Tensor, as_tensor
 
-__all__ = ["promoted", "fast_pair", "to_tensors", "result_dtype"]
+__all__ = ["promoted", "fast_pair", "to_tensors", "result_dtype", "constant_value"]
 
 
 # Note [type promotion]
@@ -71,23 +73,42 @@ def result_dtype(values):
 
 
 # Note [constant tensors]
-# `y*0.999 + 0.001` in a loop makes a 0-d tensor for each Python float it meets. Such a
+# `y*0.999 + 0.001` in a loop makes a 0-d tensor for each Python number it meets. Such a
 # tensor is never seen by the user and never written (nothing can reach it but the
-# nodes that saved it), so one per (value, dtype, device) serves every op. Zero is left
-# out: 0.0 == -0.0 as a key, but the sign of a zero shows in results (1 / -0.0).
+# nodes that saved it), so one per (value, dtype, device) serves every op: on "cuda" each new
+# one is a copy to the GPU. 0.0 == -0.0 as a key, but the sign of a zero shows in results
+# (1 / -0.0), and nan never matches a key: those two are kept under keys of their own, looked
+# up only when the plain key misses (a hit costs one lookup, as before). ``constant_value``
+# gives the number a cached constant holds without reading the array (a host sync on "cuda").
 _CONSTANTS: dict = {}
+_VALUES: dict = {}      # id(a cached constant's array) -> (that array, its Python number)
 
 
-def _constant(value: float, like, device: str) -> Tensor:
+def _constant(value, like, device: str) -> Tensor:
     key = (value, type(like), like.dtype, device)   # the array type first: no cross-library dtype compare
     t = _CONSTANTS.get(key)
     if t is None:
-        t = Tensor(namespace_of(like).asarray(value, dtype=like.dtype), _device=device)
-        if value != 0.0 and value == value:          # not zero, not nan (nan never matches a key)
-            if len(_CONSTANTS) >= 1024:
-                _CONSTANTS.clear()
-            _CONSTANTS[key] = t
+        if value == 0.0 or value != value:          # a zero (by sign) or nan: its own key
+            key = ("nan" if value != value else "+0" if copysign(1.0, value) > 0 else "-0",
+                   type(like), like.dtype, device)
+            t = _CONSTANTS.get(key)
+            if t is not None:
+                return t
+        arr = namespace_of(like).asarray(value, dtype=like.dtype)
+        t = Tensor(arr, _device=device)
+        if len(_CONSTANTS) >= 1024:
+            _CONSTANTS.clear()
+            _VALUES.clear()
+        _CONSTANTS[key] = t
+        _VALUES[id(arr)] = (arr, value)
     return t
+
+
+def constant_value(arr):
+    """The Python number ``arr`` holds when it is a cached constant's array (``x ^ 2``'s 2), else
+    None: read without touching the array (no host sync on "cuda")."""
+    e = _VALUES.get(id(arr))
+    return e[1] if e is not None and e[0] is arr else None
 
 
 def promoted(cls, inputs, cast):
@@ -128,12 +149,12 @@ def promoted(cls, inputs, cast):
             if not numbers:
                 return list(inputs) if cls.promote is True else to_tensors(inputs)
             first = next(inputs[i] for i in which if type(inputs[i]) is Tensor)
-            xp = namespace_of(first._data)
+            like = first._data
             out = list(inputs)
             for i in which:
                 v = inputs[i]
                 if type(v) is not Tensor:
-                    out[i] = Tensor(xp.asarray(v, dtype=np_dt), _device=first.device)
+                    out[i] = _constant(v, like, first.device)
             return out if cls.promote is True else to_tensors(out)
     return _promote_slow(cls, inputs, which, cast)
 

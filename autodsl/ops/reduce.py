@@ -134,8 +134,12 @@ class Prod(_Reduction):
             return (g,)
         a = x._data
         xp = namespace_of(a)
-        if not xp.any(a == 0):
+        host = backend.on_host(a)
+        if host and not xp.any(a == 0):
             return (self._expand(g) * self._spread(out).expand(self.in_shape) / x,)
+        # Off the host (no host sync to test for zeros) the products of the others below serve
+        # every element, zero or not; without create_graph, out / x where no element of the
+        # product is 0 (torch's bits there), the products of the others where one is.
         # With zeros, out/x is 0/0: use the product of the other elements, from
         # exclusive cumulative products over the reduced dims (as torch's prod_backward).
         rest = [i for i in range(a.ndim) if i not in self.axes]
@@ -160,6 +164,9 @@ class Prod(_Reduction):
         right = xp.flip(xp.cumulative_prod(xp.flip(flat, axis=-1), axis=-1, include_initial=True)[..., :-1],
                         axis=-1)
         others = xp.permute_dims(xp.reshape(left * right, moved.shape), inverse)
+        if not host:
+            o = self._spread(out)._data
+            others = xp.where(o == 0, others, o / a)
         return (self._expand(g) * Tensor(others, _device=x.device),)
 
 
