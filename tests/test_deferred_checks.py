@@ -182,3 +182,24 @@ def test_on_dask_a_negative_integer_power_raises_at_compute():
         r.tolist()
     assert e.value.message.startswith("integers to negative integer powers are not allowed")
     assert e.value.message.endswith("(found when the values were computed)")
+
+
+@pytest.mark.skipif(_dask_reason() is not None, reason=f"no dask device: {_dask_reason()}")
+def test_on_dask_compute_runs_the_checks_in_its_pass_and_changes_nothing_when_one_fails():
+    x = ad.tensor([[1.0, 2.0, 3.0]], device="dask", requires_grad=True)
+    good = ad.cross_entropy(x, ad.tensor([2], dtype=ad.int64, device="dask"))
+    good.backward()
+    ad.compute(good, x)                 # the good check is read with them: nothing waits after
+    assert deferred.pending() is None
+    g = x.grad
+    before = g.numpy()
+    bad = ad.cross_entropy(x, ad.tensor([3], dtype=ad.int64, device="dask"))
+    bad.backward()
+    lazy = bad._data
+    with pytest.raises(ad.ValueError_, match=r"got 3\.\.3 \(found when the values were computed\)"):
+        ad.compute(bad, x)
+    assert x.grad is g and bad._data is lazy
+    np.testing.assert_array_equal(x.grad.numpy(), before)
+    with pytest.raises(ad.ValueError_, match="class indices"):
+        ad.cross_entropy(x, ad.tensor([-1], dtype=ad.int64, device="dask"))
+        ad.persist(x)

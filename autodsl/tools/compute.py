@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from autodsl import backend
 from autodsl.backend import dask_device
+from autodsl.core import deferred
 from autodsl.core.tensor import Tensor
 from autodsl.core.words import kind
 from autodsl.errors import TypeError_
@@ -50,8 +51,16 @@ def compute(*tensors):
     Example: ``compute(loss, w, b)`` after ``loss.backward()``, then ``print(loss.item())``
     """
     lazy = _targets("compute", tensors)
-    if lazy:
-        values = dask_device.compute_arrays([x._data for x in lazy])
+    flags = deferred.flags()
+    if flags and not all(backend.is_lazy(f) for f in flags):
+        deferred.settle()           # some wait on another device: read there
+        flags = []
+    if lazy or flags:
+        # the ops' waiting value checks in the same pass; a failed one raises before any tensor
+        # changes (and takes back the .grads of the backward after it)
+        values = dask_device.compute_arrays([x._data for x in lazy] + flags)
+        if flags:
+            deferred.settle(values=[bool(v) for v in values[len(lazy):]])
         for x, v in zip(lazy, values):
             x._data = dask_device.concrete(v, x._data)
     return _result(tensors)
@@ -66,6 +75,7 @@ def persist(*tensors):
     Example: ``w, b = persist(w - lr * w.grad, b - lr * b.grad)``
     """
     lazy = _targets("persist", tensors)
+    deferred.settle()               # the ops' waiting value checks first (core/deferred.py)
     if lazy:
         arrays = dask_device.persist_arrays([x._data for x in lazy])
         for x, a in zip(lazy, arrays):
