@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from prompt_toolkit.document import Document
+from prompt_toolkit.formatted_text import fragment_list_to_text
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.layout.processors import HighlightMatchingBracketProcessor
 from prompt_toolkit.output import DummyOutput
@@ -26,7 +27,7 @@ import autodsl
 from autodsl.cli import help as help_mod
 from autodsl.cli import repl as repl_mod
 from autodsl.cli.complete import AutodslCompleter, given_keywords, one_line_doc
-from autodsl.cli.hints import call_signature, signature_hint
+from autodsl.cli.hints import call_signature, signature_fragments, signature_hint
 from autodsl.cli.prompt import build_prompt_session
 from autodsl.cli.repl import Repl
 from autodsl.core.tensor import PUBLIC_METHODS, Tensor
@@ -246,8 +247,26 @@ def test_the_bottom_bar_shows_the_signature_only_inside_a_call():
     with create_pipe_input() as inp:
         prompt = build_prompt_session(r, history=False, input=inp, output=DummyOutput(), color=False)
         asyncio.run(type_into(prompt.default_buffer))
-    assert seen[0] is None and seen[1].startswith("exp(input)")
-    assert seen[2:] == ["f(a, b=2)", None, "f(a, b=2)"]
+    shown = [None if f is None else fragment_list_to_text(f) for f in seen]
+    assert shown[0] is None and shown[1].startswith("exp(input)")
+    assert shown[2:] == ["f(a, b=2)", None, "f(a, b=2)"]
+    assert [t for style, t in seen[1] if "bold" in style] == ["input"]     # the parameter being typed
+
+
+def test_the_bar_marks_the_parameter_the_argument_goes_to():
+    s = autodsl.Session()
+    s.run("x = tensor([1.0]); def f(a, b=2) { return a*b }")
+
+    def current(text):
+        return [t for style, t in signature_fragments(text, s) if style == "bold"]
+    assert current("sum(") == ["input"]
+    assert current("sum(x, ") == ["dim=none"]
+    assert current("sum(x, keepdim=") == ["keepdim=false"]     # by the keyword being written
+    assert current("x.sum(") == ["dim=none"]                   # a method: after the tensor itself
+    assert current("f(1, ") == ["b=2"] and current("f(b=3, a=") == ["a"]
+    assert current('print(1, 2, "three", ') == ["*values"]      # every further value goes there
+    assert current("exp(x, ") == []                            # past the last parameter: none
+    assert signature_hint("sum(x, ", s, width=20) == "sum(input, dim=none…"      # 20 characters
 
 
 # ---- 7. matching brackets -------------------------------------------------------------------------
@@ -296,8 +315,9 @@ def test_the_signature_bar_in_a_real_terminal(tmp_path):
     child = pexpect.spawn(sys.executable, ["-m", "autodsl", "--no-history"], cwd=str(ROOT), env=env,
                           encoding="utf-8", timeout=30, dimensions=(24, 100))
 
-    def expect(text):
-        while child.expect_exact(["\x1b[6n", text]) == 0:
+    def expect(text):                  # the text, with any styles between its characters
+        styled = "(?:\x1b\\[[0-9;]*m)*".join(re.escape(ch) for ch in text)
+        while child.expect(["\x1b\\[6n", styled]) == 0:
             child.send("\x1b[3;1R")          # the cursor is on row 3, column 1
     try:
         expect(">>>")

@@ -33,7 +33,8 @@ from autodsl.lang.interpreter import NODE_ATTRIBUTES, UserFunction
 from autodsl.lang.parser import KEYWORDS
 from autodsl.lang.values import describe
 
-__all__ = ["AutodslCompleter", "call_context", "describe_binding", "given_keywords", "one_line_doc"]
+__all__ = ["AutodslCompleter", "call_arguments", "call_context", "describe_binding", "given_arguments",
+           "given_keywords", "one_line_doc"]
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 _SCAN = re.compile(r"""
@@ -87,9 +88,9 @@ def _scan(text: str):
     for m in _SCAN.finditer(text):
         kind = m.lastgroup
         tok = m.group()
-        if kind in ("comment", "string") and m.end() == len(text):
-            if kind == "comment" or len(tok) < 2 or tok[-1] != tok[0] or tok.endswith("\\" + tok[0]):
-                return True, stack
+        unclosed = kind == "comment" or len(tok) < 2 or tok[-1] != tok[0] or tok.endswith("\\" + tok[0])
+        if kind in ("comment", "string") and m.end() == len(text) and unclosed:
+            return True, stack
         if kind == "open":
             stack.append((tok, m.start(), prev if prev_kind in ("name", "close") else None))
         elif kind == "close" and stack:
@@ -104,7 +105,7 @@ def call_context(text: str) -> tuple[str | None, str | None, bool]:
     quoted, stack = _scan(text)
     if quoted or not stack or stack[-1][0] != "(":
         return None, None, False
-    bracket, index, callee = stack[-1]
+    _bracket, index, callee = stack[-1]
     if callee is None or not re.match(r"[A-Za-z_]", callee):
         return None, None, False
     before = text[:index].rstrip()
@@ -132,9 +133,21 @@ def given_keywords(text: str) -> set[str]:
 def given_arguments(text: str) -> tuple[int, set[str]]:
     """(how many positional arguments, which keywords) the innermost open call of ``text``
     has before its last, unfinished argument: ``sum(x, dim=0, `` gives (1, {"dim"})."""
+    done = call_arguments(text)[:-1]
+    keywords = {m.group(1) for m in map(_KEYWORD_ARG.match, done) if m}
+    return sum(1 for a in done if a.strip() and not _KEYWORD_ARG.match(a)), keywords
+
+
+_KEYWORD_ARG = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)")
+
+
+def call_arguments(text: str) -> list[str]:
+    """The arguments of the innermost open call of ``text`` as written, the last one the
+    unfinished argument at the cursor; a nested bracket reads ``()`` and a string ``""``
+    (``f(x, g(1, 2), "a,b", d`` gives ["x", " g()", ' ""', " d"]); [] outside a call."""
     quoted, stack = _scan(text)
     if quoted or not stack or stack[-1][0] != "(":
-        return 0, set()
+        return []
     depth, flat = 0, []
     for m in _SCAN.finditer(text, stack[-1][1] + 1):
         kind, tok = m.lastgroup, m.group()
@@ -145,10 +158,7 @@ def given_arguments(text: str) -> tuple[int, set[str]]:
             depth -= 1
         elif depth == 0:
             flat.append('""' if kind == "string" else tok)
-    done = "".join(flat).split(",")[:-1]
-    keyword = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)")
-    keywords = {m.group(1) for m in map(keyword.match, done) if m}
-    return sum(1 for a in done if a.strip() and not keyword.match(a)), keywords
+    return "".join(flat).split(",")
 
 
 class AutodslCompleter(Completer):

@@ -28,7 +28,7 @@ from prompt_toolkit.output import ColorDepth
 from prompt_toolkit.validation import ValidationError, Validator
 
 from autodsl.cli.complete import AutodslCompleter
-from autodsl.cli.hints import signature_hint
+from autodsl.cli.hints import signature_fragments
 from autodsl.cli.lexer import AutodslLexer
 from autodsl.errors import DSLError
 from autodsl.lang.parser import is_incomplete, parse
@@ -118,8 +118,8 @@ def _show_signatures(prompt: PromptSession, get_session) -> None:
             width = prompt.app.output.get_size().columns - 1
         except Exception:  # noqa: BLE001
             width = 79
-        prompt.bottom_toolbar = signature_hint(buf.document.text_before_cursor, get_session(),
-                                               width=width, registry=REGISTRY)
+        prompt.bottom_toolbar = signature_fragments(buf.document.text_before_cursor, get_session(),
+                                                    width=width, registry=REGISTRY)
 
     prompt.default_buffer.on_text_changed += update
     prompt.default_buffer.on_cursor_position_changed += update
