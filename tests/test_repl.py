@@ -171,10 +171,11 @@ def test_syntax_error_is_shown_at_its_column_before_anything_runs():
     assert e.value.cursor_position == len("y = 5\n") + int(e.value.message.split("column ")[1].split(":")[0]) - 1
     v.validate(Document(":help"))            # commands are not source
     v.validate(Document("x = 1"))
-    # in the prompt: the input is refused, so `y` is never bound; Ctrl-C drops the line
+    # in the prompt: Enter hands the input to the REPL, which prints the error and runs none of it
+    # (`y` is never bound); the next prompt is a fresh one, and Ctrl-C on it changes nothing
     _, text, s = drive("y = 5; 1 +* 2" + ENTER + CTRL_C + "y" + ENTER + ":q" + ENTER)
     assert "y" not in s.namespace
-    assert "`y` is not defined" in text
+    assert "<input 1>:1:11: unexpected `*`" in text and "<input 2>:1:1: `y` is not defined" in text
 
 
 def test_syntax_error_through_handle_has_a_caret():
