@@ -711,6 +711,19 @@ def broadcast_to(a, shape: tuple):
     return namespace_of(a).broadcast_to(a, shape)
 
 
+def rebind(arr, new) -> None:
+    """Make ``arr`` hold ``new``'s values (its shape and dtype), seen by everything that holds
+    ``arr``: written into its memory, or on dask (immutable arrays) the array object made to
+    stand for ``new``'s graph, as dask's own item assignment does."""
+    if _FLAVOR_BY_TYPE.get(type(arr)) == "dask":
+        dask_index.rebind(arr, new)
+    else:
+        arr[...] = new
+
+
+__all__ += ["rebind"]
+
+
 def writeable(arr) -> bool:
     """Whether ``arr[...] = v`` may write into arr (a broadcast view may not)."""
     if type(arr) is np.ndarray:

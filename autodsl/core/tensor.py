@@ -58,7 +58,7 @@ class Tensor:
 
     __slots__ = ("_data", "_version", "_base", "_requires_grad", "grad_fn", "_grad",
                  "_retains_grad", "_accumulate", "device", "_view_chain", "_gen", "_base_gen",
-                 "_pos", "__weakref__")
+                 "_pos", "_views", "__weakref__")
 
     __array_priority__ = 1000  # numpy scalars defer to our dunders
 
@@ -76,6 +76,7 @@ class Tensor:
         self._retains_grad = False
         self._accumulate = None
         self._pos = None          # where a leaf was made (creation functions, detach): see Node.pos
+        self._views = None        # on a lazy device, the live views of this base (ops/inplace.py)
         self.device = _device or backend.device_of(data)
         self._requires_grad = False
         if requires_grad is not False:
@@ -589,6 +590,7 @@ def new_tensor(data, device: str) -> Tensor:
     t._retains_grad = False
     t._accumulate = None
     t._pos = None
+    t._views = None
     t.device = device
     t._requires_grad = False
     return t

@@ -212,3 +212,37 @@ def _write(target: Tensor, out: Tensor, what: str) -> None:
                             "an expanded tensor shares memory between elements, clone() it first") from None
     target._version[0] += 1
     note_write(target)              # where: version errors name the line of the write
+    if backend.is_lazy(target._data):
+        _rebind_views(target)
+
+
+def _rebind_views(target: Tensor) -> None:
+    """Note [writes on a lazy device]: a dask array is immutable, so a write rebinds the written
+    array to a new graph and nothing else sees it. A write into a view is put back into its
+    base (the view's steps inverted, as for CopySlices), and every other live view of the base
+    is made again from the new base: ``row = m[1]; row += 10`` updates ``m``, and ``m[1] = 0``
+    updates ``row``. (A detach() shares the array object itself, so it sees the write already.)"""
+    base = target._base
+    with grad_mode.no_grad():
+        if base is not None:
+            steps = target._view_chain
+            outer = [Tensor(base._data, _device=base.device)]
+            for cls, params in steps[:-1]:
+                outer.append(apply(cls, outer[-1], **params))
+            inner = Tensor(target._data, _device=target.device)
+            for i in range(len(steps) - 1, -1, -1):
+                cls, params = steps[i]
+                inner = _put_back(cls, params, outer[i], inner,
+                                  target.shape if i == len(steps) - 1 else outer[i + 1].shape)
+            if inner._data is not base._data:
+                backend.rebind(base._data, inner._data)
+        else:
+            base = target
+        for view in list(base._views or ()):
+            if view is target or view._data is base._data:
+                continue
+            y = Tensor(base._data, _device=base.device)
+            for cls, params in view._view_chain:
+                y = apply(cls, y, **params)
+            if y._data is not view._data:
+                backend.rebind(view._data, y._data)

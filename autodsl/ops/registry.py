@@ -263,7 +263,10 @@ def apply(cls, *inputs, **params) -> Tensor:
         # a NumPy scalar becomes a 0-d array; only to() moves data to another device
         out = Tensor(out_arr) if cls.moves_device else new_tensor(out_arr, device)
         out_arr = out._data
-        if cls.view and tensors and backend.may_share_memory(out_arr, tensors[0]._data):
+        # a lazy device shares no memory: there a view op is a view by what it is (a basic index,
+        # a reshape...), and writes reach the base and its other views by rebinding (ops/inplace.py)
+        lazy_view = cls.view and backend.is_lazy(out_arr) and getattr(node, "basic", True)
+        if cls.view and tensors and (lazy_view or backend.may_share_memory(out_arr, tensors[0]._data)):
             src = tensors[0]
             out._version = src._version
             out._base = src._base if src._base is not None else src
@@ -271,6 +274,10 @@ def apply(cls, *inputs, **params) -> Tensor:
             # history (in-place op) and by in-place writes through indexing views (CopySlices)
             out._view_chain = (() if src._base is None else src._view_chain) + ((cls, params),)
             out._base_gen = out._base._gen
+            if lazy_view:
+                if out._base._views is None:
+                    out._base._views = weakref.WeakSet()
+                out._base._views.add(out)
         node.inputs = None
         if record:
             node.seq_nr = next_seq_nr()
