@@ -40,7 +40,7 @@ import numpy as np
 
 from autodsl.context import DEFAULT, current, scoped
 from autodsl.errors import DeviceError, DTypeError, TypeError_, ValueError_
-from autodsl.backend import dask_device, dask_index
+from autodsl.backend import dask_device, dask_index, dask_linalg
 
 __all__ = [
     "DType", "float32", "float64", "int32", "int64", "bool_", "DTYPES", "as_dtype",
@@ -50,7 +50,7 @@ __all__ = [
     "scatter_add", "native_dtype", "kind_of", "copy", "ufunc_inplace", "unshared", "where", "zero_of", "writeable", "contiguous", "getitem",
     "setitem", "random_uniform", "random_normal", "fp_errors_off", "fp_errors_restore", "broadcast_shapes",
     "use_namespace", "namespace_name", "SCALAR_TYPES", "inplace_ufunc", "reduce_sum", "reduce_mean", "swap_last", "HOST_BOOL", "HOST_INT", "HOST_FLOAT",
-    "is_host_array", "scalar_array", "NAMESPACES", "DEVICES", "is_lazy", "broadcast_to",
+    "is_host_array", "scalar_array", "NAMESPACES", "DEVICES", "is_lazy", "broadcast_to", "grad_copy",
 ]
 
 # The devices check_device() accepts (a REPL lists these).
@@ -493,14 +493,16 @@ def asarray(data, dtype: DType | None, device: str, copy: bool | None = None, ch
     """
     mod = xp(device)
     nd = None if dtype is None else native_dtype(dtype, mod)
-    if device == "dask":                 # (dask arrays are immutable: copy= means nothing there)
-        if dask_device.is_dask(data):
+    if device == "dask":
+        if dask_device.is_dask(data):       # (immutable: a copy would be the same graph)
             arr = data if nd is None or data.dtype == nd else mod.astype(data, nd)
             return arr if chunks is None else arr.rechunk(chunks)
         if not isinstance(data, np.ndarray):
             data = np.asarray(to_host(data) if hasattr(data, "__dlpack__") else data, dtype=nd)
         elif nd is not None and data.dtype != nd:
             data = data.astype(nd)
+        elif copy and not isinstance(data, np.memmap):    # the caller may write into its array later
+            data = data.copy()
         return dask_device.from_host(data, chunks)
     if copy is None:
         return mod.asarray(data, dtype=nd)
@@ -711,6 +713,15 @@ def broadcast_to(a, shape: tuple):
     return namespace_of(a).broadcast_to(a, shape)
 
 
+def grad_copy(g, like):
+    """A copy of the gradient array ``g`` to become the ``.grad`` of a leaf whose array is
+    ``like``: on dask a new array object in ``like``'s chunks (a gradient keeps its leaf's
+    chunks however the backward cut them), elsewhere ``copy(g)``."""
+    if _FLAVOR_BY_TYPE.get(type(g)) == "dask":
+        return dask_device.rechunk_like(g, like).copy()
+    return copy(g)
+
+
 def rebind(arr, new) -> None:
     """Make ``arr`` hold ``new``'s values (its shape and dtype), seen by everything that holds
     ``arr``: written into its memory, or on dask (immutable arrays) the array object made to
@@ -722,6 +733,18 @@ def rebind(arr, new) -> None:
 
 
 __all__ += ["rebind"]
+
+
+def per_matrix(fn, arrays, core: int):
+    """``fn(*arrays)`` for arrays of square-matrix batches (..., n, n); on dask, ``fn`` runs on
+    NumPy blocks of whole matrices (backend/dask_linalg.py), ``core`` being the result's matrix
+    dims (0 for det, 2 for inverse, solve, the cofactor)."""
+    if _FLAVOR_BY_TYPE.get(type(arrays[0])) == "dask":
+        return dask_linalg.per_matrix(fn, arrays, core, arrays[-1].dtype)
+    return fn(*arrays)
+
+
+__all__ += ["per_matrix"]
 
 
 def writeable(arr) -> bool:

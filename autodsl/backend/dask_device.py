@@ -32,6 +32,7 @@ from autodsl.errors import DeviceError, ValueError_
 __all__ = [
     "LAZY_RANDOM",
     "LOCAL_SCHEDULERS",
+    "NpyFile",
     "Scheduler",
     "broadcast_to",
     "compute_arrays",
@@ -85,8 +86,29 @@ def _chunks(chunks):
 
 def from_host(host, chunks=None):
     """A dask array of the host values ``host`` (a NumPy array, or a memory map: read lazily)."""
-    # (asarray: a memory map's chunks become plain arrays as they are read, not memmap objects)
+    if isinstance(host, np.memmap) and getattr(host, "filename", None):
+        # dask copies a NumPy array it is given (a memory map too: the whole file, at once);
+        # a file it is given is read a chunk at a time, by whichever worker runs the chunk
+        return _da().from_array(NpyFile(host), chunks=_chunks(chunks), asarray=True)
     return _da().from_array(host, chunks=_chunks(chunks), asarray=True)
+
+
+class NpyFile:
+    """A memory-mapped ``.npy`` file as dask reads it: shape and dtype, and the values of an
+    index read from the file when asked (picklable: a worker process opens the file itself)."""
+
+    def __init__(self, mm: np.memmap):
+        self.filename = mm.filename
+        self.offset = mm.offset
+        self.shape = mm.shape
+        self.dtype = mm.dtype
+        self.ndim = mm.ndim
+        self.order = "F" if mm.flags.f_contiguous and not mm.flags.c_contiguous else "C"
+
+    def __getitem__(self, key):
+        mm = np.memmap(self.filename, dtype=self.dtype, mode="r", offset=self.offset,
+                       shape=self.shape, order=self.order)
+        return np.array(mm[key])
 
 
 def make(fn: str, args: tuple, dtype, chunks=None):

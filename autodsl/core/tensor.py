@@ -264,7 +264,7 @@ class Tensor:
             if (g.grad_fn is None and g._base is None and sys.getrefcount(g) <= _STEAL_REFS[0]
                     and backend.unshared(g._data, _STEAL_REFS[1])):
                 return Tensor(g._data, _device=g.device), None
-            return Tensor(backend.copy(g._data), _device=g.device), None
+            return Tensor(backend.grad_copy(g._data, self._data), _device=g.device), None
         if not backend.writeable(old._data):
             return Tensor(old._data + g._data, _device=g.device), None
         return old, old._data + g._data
