@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scheduler", default=None, metavar="ADDR",
                    help="device dask: the dask scheduler's address (tcp://host:8786), or threads or "
                         "synchronous (default: a LocalCluster started on first use)")
-    p.add_argument("--workers", type=_steps, default=None, metavar="N",
+    p.add_argument("--workers", type=_workers, default=None, metavar="N",
                    help="device dask: worker processes of the LocalCluster (default: 2)")
     p.add_argument("--dtype", choices=["float32", "float64"], default=None,
                    help="default floating dtype (default: float64)")
@@ -96,6 +96,16 @@ def _steps(text: str) -> int:
         value = 0
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of steps (give a whole number above 0)")
+    return value
+
+
+def _workers(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of worker processes (give a whole number above 0)")
     return value
 
 
