@@ -197,11 +197,13 @@ class _Namespace(types.SimpleNamespace):
             return f                # dtypes (xp.int64), constants (xp.inf)
         if name == "asarray":
             def asarray(obj, dtype=None, copy=None, device=None):
-                if type(obj) is not Rec and not (isinstance(obj, (list, tuple)) and _has_rec(obj)):
+                upload = type(obj) is not Rec and not (isinstance(obj, (list, tuple)) and _has_rec(obj))
+                if upload:
                     COUNTER.uploads += 1
                 elif copy:
                     COUNTER.copies += 1
-                return Rec(np.array(_unwrap(obj), dtype=dtype, copy=True if copy else None))
+                # (an upload is a copy into device memory: never the host array itself)
+                return Rec(np.array(_unwrap(obj), dtype=dtype, copy=True if copy or upload else None))
             return asarray
 
         def call(*args, **kw):
