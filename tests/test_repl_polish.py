@@ -334,3 +334,20 @@ def test_the_signature_bar_in_a_real_terminal(tmp_path):
     finally:
         child.close()
     assert child.exitstatus == 0
+
+
+# ---- 9. Session(echo=True), as the README says ----------------------------------------------------------
+
+def test_echo_is_documented_and_does_what_the_readme_says():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "`Session(echo=True)`" in readme and "`echo=False` prints nothing" in readme
+    out = io.StringIO()
+    s = autodsl.Session(out=out)                 # echo=True is the default
+    assert s.run("x = 2\nx + 1\nx * 5") == 10
+    assert out.getvalue().split() == ["3", "10"]
+    quiet = io.StringIO()
+    autodsl.Session(out=quiet, echo=False).run("1 + 1")
+    assert quiet.getvalue() == ""
+    seen = []
+    autodsl.Session(echo=seen.append).run("1 + 1\n2 * 3")
+    assert seen == [2, 6]
