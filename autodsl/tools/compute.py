@@ -72,7 +72,7 @@ def persist(*tensors):
     parameters between training steps. Returns the tensor or a tuple, as ``compute``. No-op on
     "cpu" and "cuda". TypeError_ for an argument that is not a tensor.
 
-    Example: ``w, b = persist(w - lr * w.grad, b - lr * b.grad)``
+    Example: ``persist(w, b)`` after a step's update of w and b (samples/big_regression.ad)
     """
     lazy = _targets("persist", tensors)
     deferred.settle()               # the ops' waiting value checks first (core/deferred.py)
