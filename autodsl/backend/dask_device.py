@@ -26,6 +26,7 @@ import weakref
 
 import numpy as np
 
+from autodsl.backend.ieee_tasks import compute_quietly, worker_plugin
 from autodsl.context import current
 from autodsl.errors import DeviceError, ValueError_
 
@@ -206,7 +207,7 @@ def compute_arrays(arrays: list) -> list:
         client = sched.client() if sched is not None else _default_client()
         kw = {"scheduler": client} if client is not None else (
             {"scheduler": sched.name} if sched is not None and sched.name else {})
-        values = dask.compute(*todo, **kw)
+        values = compute_quietly(dask.compute, *todo, **kw)      # IEEE results inside the tasks
         for a, v in zip(todo, values):
             _keep(a, np.asarray(v))
     return [_cached(a) for a in arrays]
@@ -225,7 +226,7 @@ def persist_arrays(arrays: list) -> list:
         wait(out)
         return list(out)
     kw = {"scheduler": sched.name} if sched is not None and sched.name else {}
-    return list(dask.persist(*arrays, **kw))
+    return list(compute_quietly(dask.persist, *arrays, **kw))
 
 
 def _scheduler():
@@ -307,6 +308,7 @@ class Scheduler:
                 raise DeviceError(f"cannot reach the dask scheduler at {self.spec} ({e}); start it "
                                   "or give another address (or scheduler='threads')") from None
             self._own(client)
+            client.register_plugin(worker_plugin())     # IEEE results in its workers' tasks
             self._client = client
             return client
         existing = _default_client()
@@ -319,6 +321,7 @@ class Scheduler:
         self._own(cluster)
         client = distributed.Client(cluster, set_as_default=False)
         self._own(client)
+        client.register_plugin(worker_plugin())         # IEEE results in its workers' tasks
         self._client = client
         return client
 
