@@ -21,6 +21,7 @@ from autodsl.core.journal import record_random
 from autodsl.core.limits import reserve_elements
 from autodsl.core.words import kind, shown
 from autodsl.ops import chunked
+from autodsl.ops.graph_cut import warn_if_graph_cut
 
 __all__ = ["tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "rand", "randn",
            "arange", "linspace", "eye", "seed"]
@@ -93,6 +94,8 @@ def tensor(data, requires_grad=False, dtype=None, device=None, chunks=None):
     dtype (float64) unless ``dtype`` is given: ``tensor([1, 2])`` is float64, ``tensor([1, 2], dtype=int64)`` is
     int64, ``tensor([true, false])`` is bool. Raises DTypeError if an integer
     or bool tensor is asked to require grad, ShapeError for ragged lists.
+    Tensors that require grad in ``data`` give their values only, as in PyTorch: the
+    graph is cut there, with a warning that points at ``stack`` (ops/graph_cut.py).
 
     A dask array stays lazy on the "dask" device (where it goes when ``device`` is not given),
     rechunked only when ``chunks`` is given; a NumPy memory map (``np.load(f, mmap_mode="r")``)
@@ -106,6 +109,7 @@ def tensor(data, requires_grad=False, dtype=None, device=None, chunks=None):
             dt = None if dtype is None else backend.as_dtype(dtype)
             return _finish(backend.asarray(data, dt, device, chunks=chunks), device, requires_grad)
     device = backend.check_device(device)
+    warn_if_graph_cut(data)
     if isinstance(data, Tensor):
         if current().capture is not None:
             current().capture.fail("it makes a tensor from another tensor's values with tensor()")
