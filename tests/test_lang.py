@@ -247,7 +247,7 @@ def test_builtins_are_the_public_functions():
               if callable(getattr(ad, n)) and not isinstance(getattr(ad, n), type)}
     for name in public:
         assert table[name] is getattr(ad, name), name
-    assert set(table) - public == LANGUAGE_BUILTINS == {"print", "range", "len", "include", "param"}
+    assert set(table) - public == LANGUAGE_BUILTINS == {"print", "range", "len", "include", "param", "help"}
     assert set(core_functions()) == public
     for cls in ("Session", "Tensor", "DSLError", "ShapeError"):
         assert cls not in table

@@ -3,32 +3,15 @@
 The package's docstrings are written for Sphinx (````x.grad````, ``:func:`grad```,
 ``**note**``, ``::`` before an example); a completion menu, ``:help NAME`` and the
 Jupyter kernel's inspection show them on a terminal or in a tooltip, where markup is noise.
+``plain`` lives in the language's layer (lang/help_text.py), which the language's ``help()`` uses too.
 """
 from __future__ import annotations
 
 import re
 
+from autodsl.lang.help_text import plain
+
 __all__ = ["first_sentence", "plain"]
-
-_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`~?([^`]+)`")        # :func:`grad`, :py:meth:`~x.sum`
-_LITERAL = re.compile(r"``(.+?)``")
-_LINK = re.compile(r"`([^`<]+?)(?:\s*<[^>]+>)?`_{1,2}")        # `text <url>`_ and `name`_
-_STRONG = re.compile(r"\*\*(\S(?:.*?\S)?)\*\*")
-_WORDS = re.compile(r"\b(True|False|None)\b")
-
-
-def plain(doc: str, quote: str = "`") -> str:
-    """``doc`` without reST markup: inline literals and roles become ``quote``-quoted
-    (```x```, the language's way of quoting code in messages; ``quote=""`` for none), links
-    their text, ``**strong**`` plain, ``::`` a colon; Python's True/False/None read as the
-    language writes them (true, false, none)."""
-    text = _ROLE.sub(lambda m: quote + m.group(1) + quote, doc)
-    text = _LITERAL.sub(lambda m: quote + m.group(1) + quote, text)
-    text = _LINK.sub(lambda m: m.group(1), text)
-    text = _STRONG.sub(lambda m: m.group(1), text)
-    text = re.sub(r"(?<=\S)::(?=\s|$)", ":", text)          # "Example::" introduces a block
-    text = re.sub(r"^\s*::\s*$", "", text, flags=re.MULTILINE)
-    return _WORDS.sub(lambda m: m.group().lower(), text)
 
 
 def first_sentence(doc: str, limit: int = 72) -> str:

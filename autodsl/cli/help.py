@@ -6,13 +6,12 @@ terminal (``page``), as IPython's ``?`` and Python's ``help()`` do.
 """
 from __future__ import annotations
 
-import inspect
 import os
 import shutil
 import sys
 
-from autodsl.cli.doctext import plain
-from autodsl.lang.values import param_text
+# the language's help() shows the same text
+from autodsl.lang.help_text import builtin_help
 
 __all__ = ["SYNTAX_WORDS", "TOPICS", "builtin_help", "builtins_screen", "first_screen", "page"]
 
@@ -88,20 +87,6 @@ def columns(names: list[str], width: int, indent: str) -> list[str]:
     per_row = max(1, (width - len(indent)) // col)
     return [indent + "".join(n.ljust(col) for n in names[i:i + per_row]).rstrip()
             for i in range(0, len(names), per_row)]
-
-
-def builtin_help(name: str, fn, method: bool = False) -> str:
-    """A built-in's signature and doc, spelled as the language spells things (``method``:
-    a tensor method, shown without ``self``)."""
-    try:
-        sig = inspect.signature(fn)
-        if method:
-            sig = sig.replace(parameters=list(sig.parameters.values())[1:])
-        text = f"({param_text(sig)})"
-    except (TypeError, ValueError):
-        text = "(...)"
-    doc = plain(inspect.cleandoc(fn.__doc__ or "(no documentation)"))
-    return f"{name}{text}\n{doc}"
 
 
 def page(text: str, write, out=None) -> None:

@@ -16,6 +16,8 @@ On top of those, the language defines exactly ``LANGUAGE_BUILTINS``:
   (``autodsl/lang/include.py``; it needs the running interpreter, so it is the language's).
 - ``param("name", default)``: a script parameter: the value ``--set name=...`` (or
   ``Session.run(variables=)``) gave, else ``default`` (it reads the running script's scope).
+- ``help(name)``: a built-in's signature and doc in plain text, as the REPL's ``:help NAME``
+  shows it (``autodsl/lang/help_text.py``; it reads the running interpreter's names).
 """
 from __future__ import annotations
 
@@ -28,13 +30,14 @@ from autodsl.errors import TypeError_
 import autodsl
 from autodsl.core.display import format_value
 from autodsl.core.tensor import Tensor
+from autodsl.lang.help_text import make_help
 from autodsl.lang.include import make_include
 from autodsl.lang.values import describe
 from autodsl.core.words import shown
 
 __all__ = ["LANGUAGE_BUILTINS", "core_functions", "make_builtins"]
 
-LANGUAGE_BUILTINS = frozenset({"print", "range", "len", "include", "param"})
+LANGUAGE_BUILTINS = frozenset({"print", "range", "len", "include", "param", "help"})
 
 
 def core_functions() -> dict[str, Callable]:
@@ -126,7 +129,7 @@ def make_builtins(get_out: Callable[[], Any] | None = None,
     print_.__name__, range_.__name__, len_.__name__, param_.__name__ = "print", "range", "len", "param"
     table = core_functions()
     extra = {"print": print_, "range": range_, "len": len_, "include": make_include(get_interp),
-             "param": param_}
+             "param": param_, "help": make_help(get_out, get_interp, table)}
     assert set(extra) == LANGUAGE_BUILTINS
     table.update(extra)
     return table
