@@ -146,3 +146,16 @@ def test_a_parameter_update_writes_into_the_parameter(cuda):
     assert w._data._a is before and cuda.written == 1 and cuda.copies == 0
     cuda.on = False
     assert _host(w).tolist() == [0.0, 0.0]
+
+
+def test_ops_on_cuda_set_no_numpy_error_state(cuda, monkeypatch):
+    # CuPy never warns: an op from the Python API enters NumPy's error state on the CPU only
+    import autodsl.backend as backend
+    calls = []
+    real = backend.fp_errors_off
+    monkeypatch.setattr(backend, "fp_errors_off", lambda: calls.append(1) or real())
+    x = ad.tensor([0.0, 1.0], device="cuda")
+    ad.log(x) / 0.0
+    assert calls == []
+    ad.log(ad.tensor([0.0, 1.0])) / 0.0
+    assert len(calls) == 2

@@ -246,7 +246,9 @@ def apply(cls, *inputs, **params) -> Tensor:
             if cls.pointwise and (arrays[0].size > 4096 or arrays[-1].size > 4096 or len(arrays) > 2) \
                     and chunked.may_be_large(arrays):
                 out_arr = _pointwise(node, arrays, params, ctx)
-            elif ctx.ieee_depth:        # inside a Session run or a backward: IEEE results already set
+            # inside a Session run or a backward: IEEE results already set; off the host (CuPy never
+            # warns, dask computes later: backend/ieee_tasks.py) there is no NumPy state to set
+            elif ctx.ieee_depth or (arrays and not backend.on_host(arrays[0])):
                 out_arr = node.forward(*arrays, **params)
             else:
                 token = backend.fp_errors_off()
@@ -263,6 +265,11 @@ def apply(cls, *inputs, **params) -> Tensor:
         # a NumPy scalar becomes a 0-d array; only to() moves data to another device
         out = Tensor(out_arr) if cls.moves_device else new_tensor(out_arr, device)
         out_arr = out._data
+        if arrays and (out_arr is arrays[0] or out_arr is arrays[-1]) and not cls.view \
+                and backend.is_lazy(out_arr):
+            # dask may give back the input's own array object (einsum "ij->ij"); a write rebinds
+            # the object it writes, so the result gets an object of its own (the same graph)
+            out._data = out_arr = backend.copy(out_arr)
         # a lazy device shares no memory: there a view op is a view by what it is (a basic index,
         # a reshape...), and writes reach the base and its other views by rebinding (ops/inplace.py)
         lazy_view = cls.view and backend.is_lazy(out_arr) and getattr(node, "basic", True)

@@ -170,7 +170,8 @@ def _binary(name):
     def method(self, other):
         if type(other) is not Rec and isinstance(other, np.ndarray):
             return NotImplemented       # a host array in device arithmetic: a bug to find
-        r = op(self._a, _unwrap(other))
+        with np.errstate(all="ignore"):   # (CuPy never warns of inf or nan)
+            r = op(self._a, _unwrap(other))
         return r if r is NotImplemented else _wrap(r)
     method.__name__ = name
     return method
@@ -207,7 +208,8 @@ class _Namespace(types.SimpleNamespace):
             return asarray
 
         def call(*args, **kw):
-            return _wrap(f(*_unwrap(args), **{k: _unwrap(v) for k, v in kw.items()}))
+            with np.errstate(all="ignore"):   # (CuPy never warns of inf or nan)
+                return _wrap(f(*_unwrap(args), **{k: _unwrap(v) for k, v in kw.items()}))
         call.__name__ = name
         return call
 
@@ -227,7 +229,8 @@ def _ufunc(name):
 
     def call(a, b, out=None):
         COUNTER.written += out is not None
-        r = f(_unwrap(a), _unwrap(b), out=None if out is None else out._a)
+        with np.errstate(all="ignore"):   # (CuPy never warns of inf or nan)
+            r = f(_unwrap(a), _unwrap(b), out=None if out is None else out._a)
         return out if out is not None else _wrap(r)
     return call
 
