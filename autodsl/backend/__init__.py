@@ -740,7 +740,8 @@ def per_matrix(fn, arrays, core: int):
     NumPy blocks of whole matrices (backend/dask_linalg.py), ``core`` being the result's matrix
     dims (0 for det, 2 for inverse, solve, the cofactor)."""
     if _FLAVOR_BY_TYPE.get(type(arrays[0])) == "dask":
-        return dask_linalg.per_matrix(fn, arrays, core, arrays[-1].dtype)
+        dt = arrays[-1].dtype     # NumPy's linalg gives float64 for integer matrices
+        return dask_linalg.per_matrix(fn, arrays, core, dt if kind_of(dt) == "f" else np.float64)
     return fn(*arrays)
 
 

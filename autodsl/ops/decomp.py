@@ -7,6 +7,7 @@ would cost a host sync per call).
 """
 from __future__ import annotations
 
+from autodsl import backend
 from autodsl.backend import namespace_of
 from autodsl.core.tensor import as_tensor
 from autodsl.errors import RuntimeError_, ShapeError
@@ -41,6 +42,16 @@ def _lifted(shape):
     return tuple(shape) + (1, 1)
 
 
+def _matrices(fn, core: int):
+    """``fn`` on arrays of matrices, also on dask: there per block of whole matrices
+    (``backend.per_matrix``: dask's linalg has no det, and no batches)."""
+    def run(*arrays):
+        if backend.is_lazy(arrays[0]):
+            return backend.per_matrix(fn, arrays, core)
+        return fn(*arrays)
+    return run
+
+
 # -- det ---------------------------------------------------------------------------------------------
 
 def _cofactor_arrays(a):
@@ -51,6 +62,8 @@ def _cofactor_arrays(a):
     n = a.shape[-1]
     if a.size == 0 or n == 0:
         return xp.zeros(a.shape, dtype=a.dtype)
+    if backend.is_lazy(a):
+        return backend.per_matrix(_cofactor_arrays, (a,), 2)
     u, s, vh = xp.linalg.svd(a, full_matrices=False)
     eye = xp.eye(n, dtype=xp.bool)
     others = xp.prod(xp.where(eye, xp.ones((), dtype=a.dtype), s[..., None, :]), axis=-1)
@@ -86,7 +99,7 @@ class Det(Op):
     def forward(self, a):
         _square("det", a.shape)
         self.save_for_backward(self.inputs[0])
-        return namespace_of(a).linalg.det(a)
+        return _det(a)
 
     rule = "grad * det(A) * inverse(A)^T (the cofactor matrix, also for a singular A)"
 
@@ -115,7 +128,7 @@ class Inverse(Op):
 
     def forward(self, a):
         _square("inverse", a.shape)
-        return _linalg("inverse", namespace_of(a).linalg.inv, a)
+        return _linalg("inverse", _inv, a)
 
     rule = "-inverse(A)^T @ grad @ inverse(A)^T"
 
@@ -140,10 +153,9 @@ def _vector_case(a_shape, b_shape) -> bool:
 
 
 def _solve_arrays(a, b):
-    xp = namespace_of(a)
     if _vector_case(a.shape, b.shape):
-        return _linalg("solve", xp.linalg.solve, a, b[..., None])[..., 0]
-    return _linalg("solve", xp.linalg.solve, a, b)
+        return _linalg("solve", _solve, a, b[..., None])[..., 0]
+    return _linalg("solve", _solve, a, b)
 
 
 @defop("solve", node_name="LinalgSolveExBackward")
@@ -194,7 +206,11 @@ def _det_tensors(t):
     return apply(Det, t)
 
 
-define("det", lambda a: namespace_of(a).linalg.det(a), _det_tensors)
+_det = _matrices(lambda a: namespace_of(a).linalg.det(a), 0)
+_inv = _matrices(lambda a: namespace_of(a).linalg.inv(a), 2)
+_solve = _matrices(lambda a, b: namespace_of(a).linalg.solve(a, b), 2)
+
+define("det", _det, _det_tensors)
 define("cofactor", _cofactor_arrays, lambda t: apply(Cofactor, t))
-define("inverse", lambda a: _linalg("inverse", namespace_of(a).linalg.inv, a), inverse)
+define("inverse", lambda a: _linalg("inverse", _inv, a), inverse)
 define("solve", _solve_arrays, solve)
