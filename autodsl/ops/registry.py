@@ -270,11 +270,6 @@ def apply(cls, *inputs, **params) -> Tensor:
             # dask may give back the input's own array object (einsum "ij->ij"); a write rebinds
             # the object it writes, so the result gets an object of its own (the same graph)
             out._data = out_arr = backend.copy(out_arr)
-        if arrays and (out_arr is arrays[0] or out_arr is arrays[-1]) and not cls.view \
-                and backend.is_lazy(out_arr):
-            # dask may give back the input's own array object (einsum "ij->ij"); a write rebinds
-            # the object it writes, so the result gets an object of its own (the same graph)
-            out._data = out_arr = backend.copy(out_arr)
         # a lazy device shares no memory: there a view op is a view by what it is (a basic index,
         # a reshape...), and writes reach the base and its other views by rebinding (ops/inplace.py)
         lazy_view = cls.view and backend.is_lazy(out_arr) and getattr(node, "basic", True)
