@@ -6,8 +6,10 @@ import builtins
 import sys
 
 import pytest
+from helpers.interrupt import sigint_after
 
 import autodsl as ad
+from autodsl.cli.notebook import INTERRUPTED
 
 IPython = pytest.importorskip("IPython", reason="IPython is not installed (pip install ipython)")
 from IPython.core.formatters import DisplayFormatter
@@ -116,6 +118,18 @@ def test_a_syntax_error_runs_nothing(ip):
     assert out.splitlines()[0].startswith(f"<input {res.execution_count}>:3:")
     assert "^" in out and "Traceback" not in out
     assert "k" not in ad.notebook_session()
+
+
+def test_an_interrupt_takes_back_what_the_cell_changed(ip):
+    run(ip, "%%autodsl\na = -5\nw = tensor(1.0, requires_grad=true)")
+    with sigint_after(0.3):
+        res, out, _ = run(ip, "%%autodsl\na = 0\n(w * 2).backward()\nfor i in range(100000000) { a = a + 1 }")
+    assert isinstance(res.error_in_exec, KeyboardInterrupt)
+    assert out.strip() == INTERRUPTED and "Traceback" not in out
+    s = ad.notebook_session()
+    assert s["a"] == -5 and s["w"].grad is None
+    res, _, _ = run(ip, "%autodsl a + 1")
+    assert res.result is None and ad.notebook_session()["a"] == -5
 
 
 def test_the_line_magic_runs_one_line(ip):

@@ -15,6 +15,8 @@ the cell's result (``Out[n]``); plain values (numbers, strings, lists, true/none
 the language writes them. With ``trace(true)`` each backward shows its trace table. An error
 is shown as the command line prints it (``<input 3>:2:5: message``, the line, a caret; lines
 are the cell's own), never a Python traceback, and the session keeps what ran before it.
+An interrupt (Jupyter's stop button, Ctrl-C) takes back everything the cell changed, as the
+REPL's Ctrl-C does.
 
 IPython is an optional dependency: it is imported only inside the functions here.
 """
@@ -23,11 +25,12 @@ from __future__ import annotations
 import sys
 
 from autodsl.core.display import format_value
+from autodsl.core.journal import record_attrs, record_items, transaction
 from autodsl.errors import DSLError, RuntimeError_, TypeError_, ValueError_
 from autodsl.lang import ast as A
 from autodsl.session import Session
 
-__all__ = ["MAGIC", "NotebookMagics", "NotebookSession", "load_ipython_extension", "notebook_session",
+__all__ = ["INTERRUPTED", "MAGIC", "NotebookMagics", "NotebookSession", "load_ipython_extension", "notebook_session",
            "unload_ipython_extension"]
 
 MAGIC = "autodsl"
@@ -35,6 +38,7 @@ DEFAULT_SESSION = "default"
 _NEEDS_IPYTHON = "the autodsl notebook extension needs IPython: pip install ipython (or autodsl[jupyter])"
 _USAGE = ("%autodsl CODE runs one line in the notebook's autodsl session (%autodsl -s NAME CODE in the "
           "session NAME); a cell that starts with %%autodsl (or %%autodsl NAME) runs in it")
+INTERRUPTED = "interrupted: variables and gradients are as they were before this cell"
 _NOTHING = object()
 
 
@@ -71,13 +75,26 @@ class NotebookSession(Session):
         body = program.body
         self._final = body[-1] if body and isinstance(body[-1], A.ExprStmt) else None
         self._pending = _NOTHING
-        value = None
+        value = error = log = None
         try:
-            value = self.run(program)
+            # Ctrl-C (Jupyter's interrupt) takes back everything the cell changed, as in the REPL
+            # (core/journal.py); an error does not: what ran before it stays, as in a script
+            with self.context(), transaction() as log:
+                record_items(self.namespace)
+                record_attrs(self, "last_trace")
+                try:
+                    value = self.run(program)
+                except DSLError as e:
+                    error = e
+        except KeyboardInterrupt as stop:
+            stop.kept = () if log is None else tuple(dict.fromkeys(log.kept))    # for the message
+            raise
         finally:
             pending, self._pending, self._final = self._pending, _NOTHING, None
             if pending is not _NOTHING and pending is not value:
                 _show(pending)      # (an error after it: it was shown before the error)
+        if error is not None:
+            raise error
         return value if pending is not _NOTHING else None
 
     def _echo(self, value) -> None:
@@ -134,8 +151,12 @@ class NotebookMagics:
         try:
             value = session.run_cell(code, f"<input {_cell_number(self.shell)}>", first)
         except DSLError as e:
-            text = e.render()
-            e._render_traceback_ = lambda: text.split("\n")   # IPython shows these lines instead of a traceback
+            _shown_as(e, e.render())
+            raise
+        except KeyboardInterrupt as stop:
+            kept = getattr(stop, "kept", None)
+            _shown_as(stop, "interrupted" if kept is None else INTERRUPTED + (
+                f"; the files it wrote stay: {', '.join(kept)}" if kept else ""))
             raise
         if value is None:
             return None
@@ -143,6 +164,11 @@ class NotebookMagics:
             print(format_value(value))
             return None
         return value
+
+
+def _shown_as(exc: BaseException, text: str) -> None:
+    """IPython shows an exception with ``_render_traceback_`` as those lines, with no traceback."""
+    exc._render_traceback_ = lambda: text.split("\n")
 
 
 def _cell_number(shell) -> int:
