@@ -261,6 +261,12 @@ def test_a_local_cluster_starts_on_first_compute_and_closes_with_the_session(mon
         s.run("v = x.sum().item()")
         assert s["v"] == 16.0 and len(made) == 1 and s.scheduler.started
         assert len(made[0].workers) == 1
+        # a training step's parameters kept on the cluster, then used by the next graph
+        s.run("w = tensor([1.0, 2.0], requires_grad=true)\nloss = (w * x[:2]).sum()\nloss.backward()\n"
+              "no_grad {\n    w -= 0.25 * w.grad\n}\nkept = persist(w)\nv2 = (w * 4).sum().item()")
+        assert s["w"].numpy().tolist() == [0.5, 1.5] and s["v2"] == 8.0
+        assert any(type(v).__name__ == "Future" or "Future" in type(v).__name__
+                   for v in dict(s["w"]._data.dask).values())
     assert not s.scheduler.started and made[0].status.name == "closed"
 
 

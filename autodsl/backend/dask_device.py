@@ -204,7 +204,7 @@ def compute_arrays(arrays: list) -> list:
     todo = [a for a in arrays if _cached(a) is None]
     if todo:
         sched = _scheduler()
-        client = sched.client() if sched is not None else _default_client()
+        client = sched.client() if sched is not None else (_default_client() or _client_of(todo))
         kw = {"scheduler": client} if client is not None else (
             {"scheduler": sched.name} if sched is not None and sched.name else {})
         values = compute_quietly(dask.compute, *todo, **kw)      # IEEE results inside the tasks
@@ -218,12 +218,14 @@ def persist_arrays(arrays: list) -> list:
     memory, or this process's for the local schedulers), as new dask arrays of the same values."""
     import dask
     sched = _scheduler()
-    client = sched.client() if sched is not None else _default_client()
+    client = sched.client() if sched is not None else (_default_client() or _client_of(arrays))
     if client is not None:
-        # (dask.persist would gather to this process unless the client is the default one)
-        out = client.persist(list(arrays))
+        # (dask.persist would gather to this process unless the client is the default one, and
+        # wait() looks for the default one: this client is made current for it)
         from distributed import wait
-        wait(out)
+        with client.as_current():
+            out = client.persist(list(arrays))
+            wait(out)
         return list(out)
     kw = {"scheduler": sched.name} if sched is not None and sched.name else {}
     return list(compute_quietly(dask.persist, *arrays, **kw))
@@ -231,6 +233,21 @@ def persist_arrays(arrays: list) -> list:
 
 def _scheduler():
     return current().dask_scheduler
+
+
+def _client_of(arrays):
+    """The Client of a persisted array's results (a session's tensor read from Python, outside
+    the session: its values are on the session's cluster), or None."""
+    try:
+        from distributed import Future
+    except ImportError:
+        return None
+    for a in arrays:
+        for v in a.__dask_graph__().values():
+            v = getattr(v, "value", v)          # (dask's task spec wraps data in a DataNode)
+            if isinstance(v, Future):
+                return v.client
+    return None
 
 
 def _default_client():
