@@ -203,3 +203,30 @@ def test_on_dask_compute_runs_the_checks_in_its_pass_and_changes_nothing_when_on
     with pytest.raises(ad.ValueError_, match="class indices"):
         ad.cross_entropy(x, ad.tensor([-1], dtype=ad.int64, device="dask"))
         ad.persist(x)
+
+
+def test_a_gather_index_out_of_range_raises_at_the_read(cuda):
+    x = ad.tensor([[1.0, 2.0], [3.0, 4.0]], device="cuda", requires_grad=True)
+    # (-1: the stand-in, NumPy inside, reads it as the last one; CuPy computes something too)
+    idx = ad.tensor([[0, -1], [1, 0]], dtype=ad.int64, device="cuda")
+    out = ad.gather(x, 1, idx)
+    assert cuda.syncs == 0
+    with pytest.raises(ad.IndexError_) as e:
+        out.tolist()
+    assert e.value.message == ("gather: index -1 is out of range for dim 1, which has size 2 (valid: 0 to 1) "
+                               "(found when the values were computed)")
+
+
+def test_on_numpy_a_gather_index_out_of_range_raises_at_once():
+    x = ad.tensor([[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(ad.IndexError_, match="index -1 is out of range for dim 0"):
+        ad.gather(x, 0, ad.tensor([[-1, 0]], dtype=ad.int64))
+    assert deferred.pending() is None
+
+
+@pytest.mark.skipif(_dask_reason() is not None, reason=f"no dask device: {_dask_reason()}")
+def test_on_dask_compute_gives_the_checks_error_before_a_failed_task():
+    x = ad.tensor([[1.0, 2.0], [3.0, 4.0]], device="dask")
+    out = ad.gather(x, 1, ad.tensor([[0, 5], [1, 0]], dtype=ad.int64, device="dask"))
+    with pytest.raises(ad.IndexError_, match=r"index 5 is out of range for dim 1.*\(found when the values"):
+        ad.compute(out)

@@ -9,8 +9,11 @@ same key (repeated indices add up) and the gradient of a scatter's source is the
 """
 from __future__ import annotations
 
+from functools import partial
+
 from autodsl import backend
 from autodsl.backend import kind_of, namespace_of
+from autodsl.core import deferred
 from autodsl.core.tensor import Tensor, as_tensor
 from autodsl.core.words import kind, shown
 from autodsl.errors import DTypeError, IndexError_, ShapeError, TypeError_, ValueError_
@@ -38,14 +41,25 @@ def check_index(op, index, size, d):
     if kind_of(index.dtype) != "i":
         raise DTypeError(f"{op}: the index must be an int64 tensor, not {backend.dtype_of(index).name}; "
                          "make it with dtype=int64 (or .to(int64))")
-    if index.size:
-        xp = namespace_of(index)
-        lo, hi = int(xp.min(index)), int(xp.max(index))
-        if lo < 0 or hi >= size:
-            bad = lo if lo < 0 else hi
-            valid = f"valid: 0 to {size - 1}" if size else "it has no positions"
-            raise IndexError_(f"{op}: index {bad} is out of range for dim {d}, which has size {size} "
-                              f"({valid})")
+    if not index.size:
+        return
+    xp = namespace_of(index)
+    if not backend.on_host(index):      # no host sync: tested when the values are read (core/deferred.py)
+        deferred.check(xp.any((index < 0) | (index >= size)), partial(_index_error, op, index, size, d))
+        return
+    lo, hi = int(xp.min(index)), int(xp.max(index))
+    if lo < 0 or hi >= size:
+        _index_error(op, index, size, d)
+
+
+def _index_error(op, index, size, d):
+    """check_index's error (reads the index's values)."""
+    host = backend.to_host(index)
+    lo, hi = int(host.min()), int(host.max())
+    bad = lo if lo < 0 else hi
+    valid = f"valid: 0 to {size - 1}" if size else "it has no positions"
+    raise IndexError_(f"{op}: index {bad} is out of range for dim {d}, which has size {size} "
+                      f"({valid})")
 
 
 def _check_fits(op, index_shape, shape, d, what):

@@ -58,7 +58,12 @@ def compute(*tensors):
     if lazy or flags:
         # the ops' waiting value checks in the same pass; a failed one raises before any tensor
         # changes (and takes back the .grads of the backward after it)
-        values = dask_device.compute_arrays([x._data for x in lazy] + flags)
+        try:
+            values = dask_device.compute_arrays([x._data for x in lazy] + flags)
+        except Exception:  # noqa: BLE001  (re-raised: only a failed check's error goes first)
+            if flags:       # a bad value a check waits for (an index out of range) may fail a task
+                deferred.settle()       # first: its own error, at the op's position
+            raise
         if flags:
             deferred.settle(values=[bool(v) for v in values[len(lazy):]])
         for x, v in zip(lazy, values):
