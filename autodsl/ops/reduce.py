@@ -56,6 +56,13 @@ def _kept(shape, axes):
     return tuple(1 if i in axes else n for i, n in enumerate(shape))
 
 
+def _empty(a, axes, keepdim):
+    """The (empty) result of reducing the empty ``a`` over ``axes``, all of nonzero size: dask
+    reduces each of its empty chunks with NumPy, whose max of nothing raises."""
+    shape = _kept(a.shape, axes) if keepdim else tuple(n for i, n in enumerate(a.shape) if i not in axes)
+    return namespace_of(a).zeros(shape, dtype=a.dtype)
+
+
 class _Reduction(Op):
     """Shared bookkeeping: remember the input shape and the keepdim shape of the output."""
 
@@ -192,6 +199,8 @@ class _Extreme(_Reduction):
         if a.size == 0:
             empty_reduction(self.op_name, a.shape, axes, dim)
         self.save_for_backward(self.inputs[0])
+        if a.size == 0:
+            return _empty(a, axes, keepdim)
         if a.size > chunked.LARGE:
             return (chunked.amax if self.pick == "max" else chunked.amin)(a, axes, keepdim)
         return getattr(namespace_of(a), self.pick)(a, axis=axes, keepdims=keepdim)
@@ -521,6 +530,8 @@ def _logsumexp(a, axes, keepdim):
     if any(a.shape[ax] == 0 for ax in axes):     # torch: the log of an empty sum, -inf
         shape = _kept(a.shape, axes) if keepdim else tuple(n for i, n in enumerate(a.shape) if i not in axes)
         return xp.full(shape, -float("inf"), dtype=a.dtype)
+    if a.size == 0:
+        return _empty(a, axes, keepdim)
     if a.size > chunked.LARGE:
         return chunked.logsumexp(a, axes, keepdim)
     m = xp.max(a, axis=axes, keepdims=True)
