@@ -33,7 +33,9 @@ class _Arrays:
     @staticmethod
     def threshold_backward(g, x):
         """``where(x <= 0, +0, g)``: relu's gradient. torch: relu'(0) = 0, and a nan x passes g."""
-        if x.ndim == 0 and g.ndim == 0:     # a Python branch: NumPy's 0-d select and compare cost 10x more
+        # a Python branch on the host: NumPy's 0-d select and compare cost 10x more (off the host
+        # it would be a host sync)
+        if x.ndim == 0 and g.ndim == 0 and backend.on_host(x):
             return backend.copy(backend.zero_of(g) if float(x) <= 0 else g)   # a fresh array either way
         return backend.where(x <= 0, backend.zero_of(g), g)
 

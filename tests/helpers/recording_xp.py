@@ -61,6 +61,8 @@ def _wrap(v):
         return Rec(np.asarray(v))
     if type(v) is tuple:
         return tuple(_wrap(x) for x in v)
+    if isinstance(v, tuple):            # a named tuple (linalg.svd's result)
+        return type(v)(*(_wrap(x) for x in v))
     if type(v) is list:
         return [_wrap(x) for x in v]
     return v
@@ -193,7 +195,9 @@ class _Namespace(types.SimpleNamespace):
     """NumPy's functions on Rec arrays (the array namespace of the fake device)."""
 
     def __getattr__(self, name):
-        f = getattr(np, name)
+        f = getattr(self._module, name)
+        if isinstance(f, types.ModuleType):
+            return _Namespace(_module=f)    # xp.linalg, xp.fft: their functions on Rec arrays too
         if isinstance(f, type) or not callable(f):
             return f                # dtypes (xp.int64), constants (xp.inf)
         if name == "asarray":
@@ -218,7 +222,7 @@ def _has_rec(obj) -> bool:
     return any(type(x) is Rec or isinstance(x, (list, tuple)) and _has_rec(x) for x in obj)
 
 
-NS = _Namespace()
+NS = _Namespace(_module=np)
 for _d in ("float32", "float64", "int32", "int64", "bool"):
     setattr(NS, _d, getattr(np, _d))
 NS.__array_api_version__ = "2023.12"
@@ -252,7 +256,17 @@ def _fake_cupy():
 
 def _fake_cupyx():
     m = types.ModuleType("cupyx")
+    m.__path__ = []                     # a package: cupyx.scipy.special below
     m.scatter_add = lambda target, key, values: np.add.at(target._a, _unwrap(key), _unwrap(values))
+    return m
+
+
+def _fake_cupyx_special():
+    import scipy.special as sp
+    m = types.ModuleType("cupyx.scipy.special")
+    for name in ("gammaln", "psi", "polygamma"):
+        f = getattr(sp, name)
+        setattr(m, name, lambda *args, f=f: _wrap(np.asarray(f(*_unwrap(args)))))
     return m
 
 
@@ -262,7 +276,13 @@ def recording_cuda(monkeypatch) -> Counter:
         monkeypatch.setattr(backend, name, dict(getattr(backend, name)))
     monkeypatch.setattr(backend, "_cupy", _fake_cupy())
     monkeypatch.setattr(backend, "_cupy_xp", NS)
-    monkeypatch.setitem(sys.modules, "cupyx", _fake_cupyx())
+    cupyx = _fake_cupyx()
+    cupyx.scipy = types.ModuleType("cupyx.scipy")
+    cupyx.scipy.__path__ = []
+    cupyx.scipy.special = _fake_cupyx_special()
+    monkeypatch.setitem(sys.modules, "cupyx", cupyx)
+    monkeypatch.setitem(sys.modules, "cupyx.scipy", cupyx.scipy)
+    monkeypatch.setitem(sys.modules, "cupyx.scipy.special", cupyx.scipy.special)
     backend._register(NS, Rec, "cuda", "cupy")
     COUNTER.reset()
     COUNTER.on = True
