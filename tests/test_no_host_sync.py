@@ -159,3 +159,54 @@ def test_ops_on_cuda_set_no_numpy_error_state(cuda, monkeypatch):
     assert calls == []
     ad.log(ad.tensor([0.0, 1.0])) / 0.0
     assert len(calls) == 2
+
+
+TRAIN = """
+w = W.clone().requires_grad_()
+opt = sgd([w], lr=0.1)
+for i in range(3) {
+    loss = cross_entropy(X @ w, y) + (w^2).sum() * 0.01
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+}
+"""
+
+CHAIN = """
+x = tensor(2.0)
+w1 = tensor(0.5, requires_grad=true)
+b = tensor(1.0, requires_grad=true)
+f = (w1*x^2 + b)^3
+f.backward()
+"""
+
+
+def _session(device):
+    import io
+    X, Y, W, *_ = _mlp_data()
+    s = ad.Session(device=device, out=io.StringIO())
+    s["X"] = ad.tensor(X, device=device)
+    s["y"] = ad.tensor(Y, device=device)
+    s["W"] = ad.tensor(W[:, :3], device=device)
+    return s
+
+
+def test_a_training_loop_in_a_session_makes_no_host_sync(cuda):
+    # a Session keeps every backward's trace: its numbers are device copies until it is shown
+    s = _session("cuda")
+    cuda.reset()
+    s.run(TRAIN)
+    assert cuda.syncs == 0, cuda.where[:2]
+    cuda.on = False
+    ref = _session("cpu")
+    ref.run(TRAIN)
+    np.testing.assert_allclose(_host(s["w"]), ref["w"].numpy(), rtol=1e-12)
+
+
+def test_a_sessions_trace_on_cuda_shows_the_cpus_numbers(cuda):
+    s, ref = _session("cuda"), _session("cpu")
+    s.run(CHAIN)
+    ref.run(CHAIN)
+    cuda.on = False
+    text = str(s.last_trace)
+    assert text == str(ref.last_trace) and "= 1.0 * 3.0 * 3.0^(3.0-1)" in text

@@ -74,10 +74,10 @@ def scalar_values(node) -> dict | None:
     for i, name in enumerate(input_names(node)[:len(node.next_edges)]):
         arr = input_value(node, i)
         if arr is not None and arr.ndim == 0:
-            values[name] = _host_scalar(arr)
+            values[name] = _kept_scalar(arr)
     arr = output_value(node)
     if arr is not None and arr.ndim == 0:
-        values["out"] = _host_scalar(arr)
+        values["out"] = _kept_scalar(arr)
     return values
 
 
@@ -161,11 +161,29 @@ def _host_scalar(arr):
     return v.item() if hasattr(v, "item") else v
 
 
+class _Later:
+    """A 0-d device array's value kept for a trace, read to the host only when the trace is shown."""
+
+    __slots__ = ("arr",)
+
+    def __init__(self, arr):
+        self.arr = arr
+
+
+def _kept_scalar(arr):
+    """The number of a 0-d array as it is now: a host number where reading it is free, else a
+    copy on the device (no host sync in every backward of a Session on "cuda"), read when shown."""
+    if backend.on_host(arr):
+        return _host_scalar(arr)
+    return _Later(backend.copy(arr))
+
+
 def with_numbers(formula: str, values: dict, grad) -> str | None:
     """``formula`` with every name replaced by its number, or None when a name has no scalar value."""
     if values is None or grad is None or getattr(grad, "ndim", 0) != 0 or formula.strip() == "grad":
         return None
-    values = dict(values, grad=_host_scalar(grad))
+    values = {k: _host_scalar(v.arr) if type(v) is _Later else v for k, v in values.items()}
+    values["grad"] = _host_scalar(grad)
     missing = False
 
     def put(m):

@@ -178,7 +178,8 @@ class Recorder(PassObserver):
                 if gr is None:
                     st._after = None
                 elif gr._data.size <= _COPY_GRAD_UP_TO:
-                    st._after = _snap(gr)
+                    # (off the host a device copy, read when shown: no host sync per backward)
+                    st._after = _snap(gr) if backend.on_host(gr._data) else (_Copy(backend.copy(gr._data)), 0)
                 else:       # a network's weights: copying every .grad of every backward costs
                     st._after = (gr, gr._version[0])
             elif numbers:
@@ -214,6 +215,16 @@ _COPY_GRAD_UP_TO = 4096      # elements of a leaf's .grad the trace copies when 
 
 def _snap(t):
     return np.array(backend.to_host(t._data), copy=True)
+
+
+class _Copy:
+    """A device copy of a small .grad as a backward left it, for ``Step.grad_after`` (never written)."""
+
+    __slots__ = ("_data", "_version")
+
+    def __init__(self, data):
+        self._data = data
+        self._version = [0]
 
 
 class Trace(html.RichDisplay):
