@@ -230,3 +230,18 @@ def test_on_dask_compute_gives_the_checks_error_before_a_failed_task():
     out = ad.gather(x, 1, ad.tensor([[0, 5], [1, 0]], dtype=ad.int64, device="dask"))
     with pytest.raises(ad.IndexError_, match=r"index 5 is out of range for dim 1.*\(found when the values"):
         ad.compute(out)
+
+
+def test_a_training_loop_keeps_one_undo_entry_per_parameter_and_step(cuda):
+    w = ad.tensor([[1.0, 2.0], [0.5, -1.0]], device="cuda", requires_grad=True)
+    x = ad.tensor([[1.0, 1.0]], device="cuda")
+    y = ad.tensor([1], dtype=ad.int64, device="cuda")
+    opt = ad.sgd([w], lr=0.1)
+    for _ in range(5):
+        ad.cross_entropy(x @ w, y).backward()
+        opt.step()
+        opt.zero_grad()
+    p = deferred.pending()
+    assert len(p.checks) == 5 and len(p.undo) == 5
+    assert all(old is None and saved is None for _, old, saved in p.undo)   # nothing held
+    deferred.settle()

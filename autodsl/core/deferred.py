@@ -30,6 +30,7 @@ __all__ = ["check", "settle", "flags", "note_grads", "pending", "LATER"]
 # at most this many checks wait: the next one reads them all (one transfer per namespace), so a
 # loop that never reads a value does not keep every step's tests alive
 _MAX_PENDING = 256
+_MAX_UNDO = 4096        # .grad changes kept to take back (each may hold a gradient's copy)
 
 LATER = " (found when the values were computed)"
 
@@ -47,15 +48,23 @@ class _Check:
 class _Pending:
     """The checks of one run context not read yet, and the .grad changes made since the first."""
 
-    __slots__ = ("checks", "undo")
+    __slots__ = ("checks", "undo", "seen")
 
     def __init__(self):
         self.checks: list[_Check] = []
         self.undo: list[tuple] = []     # (tensor, its .grad before, a copy of that .grad's values or None)
+        self.seen: set = set()          # ids of the tensors in undo since the last check was made
 
     def note_grads(self, tensors) -> None:
-        """Before a backward changes the ``.grad`` of ``tensors``: what takes the change back."""
+        """Before a backward changes the ``.grad`` of ``tensors``: what takes the change back. Only
+        a tensor's first change after the last check is kept (taking back to a check needs no
+        more), so a loop's steps keep one entry per parameter each, and none for a .grad that
+        was none (zero_grad's after the backward of the same step is a second change)."""
+        seen = self.seen
         for t in tensors:
+            if id(t) in seen:
+                continue
+            seen.add(id(t))
             old = t._grad
             saved = None
             if old is not None and backend.writeable(old._data):     # it may be added to in place
@@ -89,7 +98,8 @@ def check(flag, fail, pos=None) -> None:
     if pos is None:
         pos = ctx.pos or caller_pos()
     p.checks.append(_Check(flag, fail, pos, len(p.undo)))
-    if len(p.checks) >= _MAX_PENDING:
+    p.seen = set()
+    if len(p.checks) >= _MAX_PENDING or len(p.undo) >= _MAX_UNDO:
         settle()
 
 
