@@ -351,3 +351,16 @@ def test_echo_is_documented_and_does_what_the_readme_says():
     seen = []
     autodsl.Session(echo=seen.append).run("1 + 1\n2 * 3")
     assert seen == [2, 6]
+
+
+def test_help_on_a_function_you_defined():
+    s = autodsl.Session()
+    s.run("def relu(a, b=2) { return a }\ndef scale(v) { return 2 * v }")
+    out = io.StringIO()
+    r = Repl(s, out=out)
+    r.handle(":help relu")                        # yours shadows the built-in, as in the language
+    r.handle(":help sc")                          # not a prefix search: a name
+    text = out.getvalue().splitlines()
+    assert text[:2] == ["relu(a, b=2)", "a function you defined (in <string>)"]
+    assert text[2].startswith("no built-in or topic named 'sc'")
+    assert names(":help sca", s)[:1] == ["scale"] and "scatter" in names(":help sca", s)

@@ -202,7 +202,8 @@ class AutodslCompleter(Completer):
             path = arg if name != ":dot" else arg.split()[-1] if not arg.endswith(" ") else ""
             yield from path_completions(path, DOT_FILES if name == ":dot" else (".ad",))
         elif name == ":help":
-            for c in self._matching(arg, list(self._builtins()) + [c for c in commands] + list(HELP_TOPICS)):
+            mine = [n for n, v in self.get_session().namespace.items() if isinstance(v, UserFunction)]
+            for c in self._matching(arg, [*self._builtins(), *commands, *HELP_TOPICS, *mine]):
                 yield Completion(c, -len(arg), display_meta=self._help_meta(c))
         elif name == ":trace":
             yield from self._choices(arg, ("on", "off", "last"))
@@ -232,6 +233,9 @@ class AutodslCompleter(Completer):
             return self._command_meta(name) or "command"
         if name in HELP_TOPICS:
             return "topic"
+        mine = self.get_session().namespace.get(name)
+        if isinstance(mine, UserFunction):
+            return describe_binding(mine)
         fn = self._builtins().get(name)
         return one_line_doc(fn, self.registry, name) if fn is not None else ""
 

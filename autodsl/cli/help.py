@@ -13,7 +13,8 @@ import sys
 # the language's help() shows the same text
 from autodsl.lang.help_text import builtin_help
 
-__all__ = ["SYNTAX_WORDS", "TOPICS", "builtin_help", "builtins_screen", "first_screen", "page"]
+__all__ = ["SYNTAX_WORDS", "TOPICS", "builtin_help", "builtins_screen", "first_screen", "page",
+           "user_function_help"]
 
 TOPICS = {
     "language": """\
@@ -87,6 +88,12 @@ def columns(names: list[str], width: int, indent: str) -> list[str]:
     per_row = max(1, (width - len(indent)) // col)
     return [indent + "".join(n.ljust(col) for n in names[i:i + per_row]).rstrip()
             for i in range(0, len(names), per_row)]
+
+
+def user_function_help(name: str, fn) -> str:
+    """``:help f`` for a function defined with ``def``: its signature and where it was defined."""
+    where = getattr(getattr(fn, "source", None), "filename", None)
+    return f"{name}{fn.signature_text()}\na function you defined" + (f" (in {where})" if where else "")
 
 
 def page(text: str, write, out=None) -> None:

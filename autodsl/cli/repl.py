@@ -36,12 +36,14 @@ from autodsl.cli.help import (
     builtins_screen,
     first_screen,
     page,
+    user_function_help,
 )
 from autodsl.cli.progress import ClearingWriter, ProgressLine
 from autodsl.cli.prompt import SourceValidator, build_prompt_session, history_path
 from autodsl.core.journal import record_attrs, record_items, transaction
 from autodsl.core.tensor import PUBLIC_METHODS, Tensor
 from autodsl.errors import DSLError, ValueError_
+from autodsl.lang.interpreter import UserFunction
 from autodsl.lang.parser import KEYWORDS
 from autodsl.lang.values import suggest
 from autodsl.names import names_by_id
@@ -228,6 +230,8 @@ class Repl:
             full = self.resolve(arg)
             if full is not None:
                 self.write(self.usage(full))
+        elif isinstance(self.session.namespace.get(arg), UserFunction):    # yours shadows a built-in
+            self.write(user_function_help(arg, self.session.namespace[arg]))
         else:
             fn = builtins.get(arg)
             method = arg[2:] if arg.startswith("x.") else arg.lstrip(".")
