@@ -39,6 +39,12 @@ def on_device(request):
     module = getattr(request, "module", None)
     if name == "cpu" or module is None or not module.__name__.rsplit(".", 1)[-1].startswith(OP_TABLE_PREFIX):
         return contextlib.nullcontext()
+    return on_device_named(name)
+
+
+def on_device_named(name: str):
+    """The context of an op-table test on device ``name``: the default device, no value checks
+    left over from another test, and on dask the synchronous scheduler."""
     from autodsl import backend
     from autodsl.context import current, scoped
     stack = contextlib.ExitStack()
@@ -47,4 +53,8 @@ def on_device(request):
         # value checks an op left for the next read (core/deferred.py) end with their test:
         # a test that expects an error and reads nothing must not fail the next one
         stack.enter_context(scoped(deferred=None))
+    if name == "dask":
+        import dask
+        # the op table's graphs are tiny: computing them in this thread beats a thread pool
+        stack.enter_context(dask.config.set(scheduler="synchronous"))
     return stack
