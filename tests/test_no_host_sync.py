@@ -210,3 +210,32 @@ def test_a_sessions_trace_on_cuda_shows_the_cpus_numbers(cuda):
     cuda.on = False
     text = str(s.last_trace)
     assert text == str(ref.last_trace) and "= 1.0 * 3.0 * 3.0^(3.0-1)" in text
+
+
+def _compiled_step(device):
+    X, _, W, *_ = _mlp_data()
+    x = ad.tensor(X, device=device)
+    w = ad.tensor(W, device=device, requires_grad=True)
+
+    def step():
+        loss = (ad.tanh(x @ w) ** 2).mean()
+        loss.backward()
+        with ad.no_grad():
+            w.sub_(w.grad * 0.1)
+        w.grad = None
+        return loss.detach()
+    return ad.compile(step), w
+
+
+def test_a_compiled_step_makes_no_host_sync_and_updates_in_place(cuda):
+    f, w = _compiled_step("cuda")
+    f()
+    f()                     # the capture, then the program
+    cuda.reset()
+    f()
+    assert cuda.syncs == 0 and cuda.written == 1      # the update with CuPy's ufunc, out=
+    cuda.on = False
+    g, ref = _compiled_step("cpu")
+    for _ in range(3):
+        g()
+    np.testing.assert_array_equal(_host(w), ref.numpy())

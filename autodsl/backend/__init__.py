@@ -607,8 +607,11 @@ def swap_last(a):
 _add_reduce = np.add.reduce
 
 
-def inplace_ufunc(name: str):
-    """The NumPy ufunc ``ufunc_inplace(name, ...)`` calls (a compiled program calls it directly)."""
+def inplace_ufunc(name: str, device: str = "cpu"):
+    """The ufunc ``ufunc_inplace(name, ...)`` calls for arrays of ``device`` (NumPy's, or CuPy's on
+    "cuda"): a compiled program calls it directly."""
+    if device == "cuda":
+        return getattr(_cupy, _CUPY_UFUNCS[name])
     return _UFUNCS[name]
 
 

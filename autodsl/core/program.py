@@ -216,7 +216,7 @@ class Program:
                 name, t, s, v, is_slot, pos = st[1:7]
                 # the capture found that NumPy computes this update in place (backend.ufunc_inplace);
                 # the guards keep the dtypes and shapes that decided it
-                env[f"W{i}"], env[f"U{i}"] = pos, backend.inplace_ufunc(name)
+                env[f"W{i}"], env[f"U{i}"] = pos, backend.inplace_ufunc(name, t.device)
                 if not is_slot:
                     env[f"K{i}"] = v
                 value = f"v{v}" if is_slot else f"K{i}"
