@@ -130,3 +130,15 @@ def test_fstring_field_without_spec_follows_torch():
     out = io.StringIO()
     Session(out=out).run('x = tensor(2.0)\nprint(f"{x} {tensor([1.0, 2.0])} {tensor(true)}")\n')
     assert out.getvalue() == "2.0 tensor([1., 2.]) true\n"
+
+
+def test_python_format_of_a_tensor_is_torchs():
+    t, v = ad.tensor(2.5), ad.tensor([1.0, 2.0])
+    tt, tv = torch.tensor(2.5), torch.tensor([1.0, 2.0])
+    assert f"{t} {t:.4f} {t:8.2e}" == f"{tt} {tt:.4f} {tt:8.2e}"
+    assert f"{v}" == f"{tv}" == "tensor([1., 2.])"
+    assert f"{ad.tensor(7, dtype=ad.int64):03d}" == f"{torch.tensor(7):03d}" == "007"
+    with pytest.raises(ad.errors.TypeError_, match="0-d tensor"):
+        f"{v:.2f}"
+    with pytest.raises(ad.errors.ValueError_, match="not a format spec"):
+        f"{t:d}"

@@ -430,6 +430,25 @@ class Tensor:
 
     __str__ = __repr__
 
+    def __format__(self, spec: str) -> str:
+        """Python's ``format``/f-strings as for a torch tensor: a 0-d tensor formats as its
+        number (``f"{loss:.4f}"``; ``f"{t}"`` is ``2.5``), another tensor without a spec as
+        its repr. Raises TypeError_ for a spec given to a tensor with dims (index or reduce
+        it to a 0-d one first) and ValueError_ for a spec that does not apply to the number."""
+        if self.ndim == 0:
+            value = self.item()
+            try:
+                return format(value, spec)
+            except ValueError:
+                raise ValueError_(f"`{spec}` is not a format spec for a {self.dtype.name} number; "
+                                  "use Python's format mini-language, e.g. `.4f`, `.3e`, `d` for "
+                                  "whole numbers") from None
+        if spec:
+            raise TypeError_(f"the format spec `{spec}` needs a 0-d tensor, but this one has shape "
+                             f"{tuple(self.shape)}: index it (`x[0]`) or reduce it (`x.sum()`) first, or "
+                             "leave the spec out to show the whole tensor")
+        return repr(self)
+
     def _repr_pretty_(self, p, cycle) -> None:
         """IPython's and Jupyter's text of a tensor: what the REPL shows (the language's form)."""
         p.text(self._format("dsl"))
