@@ -40,3 +40,17 @@ def test_det_of_an_integer_matrix_on_dask_is_floating():
     d = ad.det(ad.tensor([[2, 1], [1, 3]], dtype=ad.int64, device="dask"))
     assert d.dtype is ad.float64
     assert d.item() == pytest.approx(5.0)
+
+
+def test_a_singular_matrix_on_dask_gives_nan_for_it_alone():
+    # found only when computed, so not raised at the op (as on cuda): that matrix's result is nan
+    a = ad.tensor([[[1.0, 2.0], [2.0, 4.0]], [[2.0, 0.0], [0.0, 2.0]]], dtype=ad.float32, device="dask")
+    inv = ad.inverse(a)
+    assert inv.dtype is ad.float32
+    got = inv.numpy()
+    assert np.isnan(got[0]).all()
+    np.testing.assert_array_equal(got[1], np.float32([[0.5, 0.0], [0.0, 0.5]]))
+    x = ad.solve(a, ad.tensor([[1.0, 1.0], [1.0, 1.0]], dtype=ad.float32, device="dask")).numpy()
+    assert np.isnan(x[0]).all()
+    np.testing.assert_array_equal(x[1], np.float32([0.5, 0.5]))
+    np.testing.assert_allclose(ad.det(a).numpy(), [0.0, 4.0], atol=1e-6)

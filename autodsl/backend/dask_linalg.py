@@ -5,8 +5,9 @@ det, inverse, solve and det's gradient (the cofactor matrix) work on batches (..
 the matrix dims are made one chunk each (a matrix is never split) and the batch dims keep
 their chunks, so a batch of matrices is a batch of tasks, each calling NumPy on its matrices.
 
-A singular matrix is found when the block is computed: NumPy's LinAlgError then comes out of
-the compute, not out of the op (finding it at the op would compute the matrix there).
+A singular matrix is found only when its block is computed, so it cannot raise at the op
+(that would compute the matrix there): its inverse or solution is nan instead, as on "cuda",
+and the other matrices of its block are computed as usual.
 """
 from __future__ import annotations
 
@@ -26,6 +27,25 @@ def per_matrix(fn, arrays, core: int, dtype):
     parts = [da.broadcast_to(a, batch + tuple(a.shape[-2:])).rechunk({nb: -1, nb + 1: -1}) for a in arrays]
     first = parts[0].chunks[:nb]        # the batch dims chunked alike in every operand
     parts = [p.rechunk(first + p.chunks[nb:]) for p in parts]
+    block = _nan_where_singular(fn, core)
     if core == 0:
-        return da.map_blocks(fn, *parts, dtype=dtype, drop_axis=[nb, nb + 1])
-    return da.map_blocks(fn, *parts, dtype=dtype, chunks=first + parts[-1].chunks[nb:])
+        return da.map_blocks(block, *parts, dtype=dtype, drop_axis=[nb, nb + 1])
+    return da.map_blocks(block, *parts, dtype=dtype, chunks=first + parts[-1].chunks[nb:])
+
+
+def _nan_where_singular(fn, core: int):
+    def block(*parts):
+        try:
+            return fn(*parts)
+        except np.linalg.LinAlgError:       # a singular matrix in this block: nan for it alone
+            batch = tuple(np.broadcast_shapes(*(p.shape[:-2] for p in parts)))
+            parts = [np.broadcast_to(p, batch + p.shape[-2:]) for p in parts]
+            out = np.full(batch + (tuple(parts[-1].shape[-2:]) if core else ()), np.nan,
+                          dtype=np.result_type(parts[-1].dtype, 1.0))
+            for i in np.ndindex(*batch):
+                try:
+                    out[i] = fn(*(p[i] for p in parts))
+                except np.linalg.LinAlgError:
+                    pass
+            return out
+    return block
