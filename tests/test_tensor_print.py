@@ -142,3 +142,44 @@ def test_python_format_of_a_tensor_is_torchs():
         f"{v:.2f}"
     with pytest.raises(ad.errors.ValueError_, match="not a format spec"):
         f"{t:d}"
+
+
+def _random_case(rng):
+    """Data of a random shape, dtype and kind of values (whole, tiny, huge, nan, inf, zeros, -0)."""
+    nd = int(rng.integers(0, 4))
+    shape = tuple(int(n) for n in rng.integers(1, 40 if rng.random() < 0.05 else 12, nd))
+    dtype = str(rng.choice(list(_TORCH_DTYPE)))
+    a = rng.standard_normal(shape) * 10.0 ** int(rng.integers(-9, 12))
+    kind = int(rng.integers(0, 6))
+    if kind in (1, 5):
+        a = np.round(a)
+    if kind == 2:
+        a = np.where(rng.random(shape) < 0.3, np.nan, a)
+    if kind == 3:
+        a = np.where(rng.random(shape) < 0.3, np.inf * np.sign(rng.standard_normal(shape)), a)
+    if kind == 4:
+        a = np.where(rng.random(shape) < 0.5, 0.0, a)
+    if kind == 5:
+        a = np.where(rng.random(shape) < 0.5, -0.0, a)
+    if dtype in ("int64", "int32"):
+        a = np.clip(np.nan_to_num(a, posinf=7, neginf=-7), -2e9, 2e9).astype(np.int64)
+    if dtype == "bool":
+        a = a > 0
+    return a.tolist(), dtype
+
+
+def test_random_tensors_print_as_torch_prints_them():
+    rng = np.random.default_rng(2026)
+    for _ in range(400):
+        data, dtype = _random_case(rng)
+        default = str(rng.choice(["float64", "float32"]))
+        ours, theirs = _ours_and_torch(data, dtype, default)
+        assert ours == theirs, (data, dtype, default)
+
+
+def test_a_dtype_suffix_wraps_where_torchs_longer_spelling_does():
+    # torch wraps `dtype=torch.float32` to its own line where `dtype=float32` would still fit
+    data = [4.0195e-05, -6.9145e-06, -5.4196e-05, 4.1649e-05, -3.8776e-05, 1.1324e-04, 3.1261e-05,
+            6.1364e-05, -3.0579e-05]
+    ours, theirs = _ours_and_torch(data, "float32", "float64")
+    assert ours == theirs and ours.endswith("\n       dtype=float32)")

@@ -111,16 +111,23 @@ def _body(arr: np.ndarray, indent: int, summarize: bool, fmt: _Formatter) -> str
     return "[" + ("," + "\n" * (arr.ndim - 1) + " " * (indent + 1)).join(slices) + "]"
 
 
+def _torch_len(suffix: str) -> int:
+    """The width torch's spelling of ``suffix`` takes (``dtype=torch.float32``): the suffixes
+    wrap where torch's do, though the language names a dtype without ``torch.``."""
+    return len(suffix) + (len("torch.") if suffix.startswith("dtype=") else 0)
+
+
 def _add_suffixes(text: str, suffixes: list[str], indent: int) -> str:
     parts = [text]
     last_line = len(text) - text.rfind("\n") + 1
     for suffix in suffixes:
-        if last_line + len(suffix) + 2 > LINEWIDTH:
+        width = _torch_len(suffix)
+        if last_line + width + 2 > LINEWIDTH:
             parts.append(",\n" + " " * indent + suffix)
-            last_line = indent + len(suffix)
+            last_line = indent + width
         else:
             parts.append(", " + suffix)
-            last_line += len(suffix) + 2
+            last_line += width + 2
     parts.append(")")
     return "".join(parts)
 
