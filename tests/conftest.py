@@ -66,6 +66,8 @@ def pytest_report_header(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    from op_device import mark_differences
+    mark_differences(config, items)     # what differs on another --device by design
     from autodsl import backend
     if backend.namespace_name() == "numpy":
         return

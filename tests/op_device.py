@@ -19,6 +19,32 @@ DEVICES = ("cpu", "cuda", "dask")
 OP_TABLE_PREFIX = "test_ops_"
 
 
+# The op-table tests that check, on another device, a behaviour that device has not by design
+# (listed in the README, "What differs on dask"): expected to fail there, strictly, so that one
+# that starts passing is noticed. By node id, or its prefix before the parameters.
+DIFFERS = {
+    "dask": {
+        "tests/test_ops_linalg.py::test_a_singular_matrix_raises_as_in_torch":
+            "a singular matrix is found only when computed: its inverse and solution are nan there",
+        "tests/test_ops_linalg.py::test_loss_errors_where_torch_raises[<lambda>-ValueError_2]":
+            "a class index out of range is found when the values are computed, at the next read",
+    },
+}
+
+
+def mark_differences(config, items) -> None:
+    """xfail (strict) the tests of DIFFERS for the --device of this run."""
+    table = DIFFERS.get(config.getoption("--device"), {})
+    if not table:
+        return
+    for item in items:
+        nodeid = item.nodeid.replace("\\", "/")
+        why = table.get(nodeid) or table.get(nodeid.split("[", 1)[0])
+        if why is not None:
+            item.add_marker(pytest.mark.xfail(reason=f"differs on {config.getoption('--device')}: {why}",
+                                              strict=True))
+
+
 def check_option(config) -> str:
     """The --device value, checked once at start: a device that cannot be used stops the run
     with the device's own message rather than failing every test."""
