@@ -58,6 +58,7 @@ BANNER = (f"autodsl {__version__}: differentiable expressions. Cells run in one 
 NEEDS_IPYKERNEL = 'the autodsl Jupyter kernel needs ipykernel and jupyter_client: pip install "autodsl[jupyter]"'
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_KERNEL_NAME = re.compile(r"[A-Za-z0-9._-]+")       # what jupyter_client accepts as a kernel's name
 _FLUSH_BYTES = 4096         # a stream sends what it holds past this size ...
 _FLUSH_SECONDS = 0.2        # ... or when its oldest text is this old (a long loop's prints show as it runs)
 
@@ -361,14 +362,19 @@ def install(user: bool = False, prefix: str | None = None, name: str = KERNEL_NA
     if display_name:
         spec["display_name"] = display_name
     with tempfile.TemporaryDirectory() as tmp:
-        with open(os.path.join(tmp, "kernel.json"), "w", encoding="utf-8") as f:
+        # the copy keeps its source folder's mode, and a temporary folder's is 0700: a folder
+        # of the umask's mode, as ipykernel's installer stages, lets other users find the kernel
+        source = os.path.join(tmp, "kernelspec")
+        os.mkdir(source)
+        with open(os.path.join(source, "kernel.json"), "w", encoding="utf-8") as f:
             json.dump(spec, f, indent=1)
-        return KernelSpecManager().install_kernel_spec(tmp, name, user=user, prefix=prefix)
+        return KernelSpecManager().install_kernel_spec(source, name, user=user, prefix=prefix)
 
 
 USAGE = """\
 usage: python -m autodsl.kernel [-f CONNECTION_FILE]     start the kernel (Jupyter does this)
        python -m autodsl.kernel install [--user | --sys-prefix | --prefix PREFIX] [--name NAME]
+                                        [--display-name TEXT]
                                                           register the kernelspec"""
 
 
@@ -391,27 +397,35 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _install_command(args: list[str]) -> int:
-    user, prefix, name = False, None, KERNEL_NAME
+    user, prefix, name, display = False, None, KERNEL_NAME, None
     it = iter(args)
     for a in it:
-        if a == "--user":
-            user = True
-        elif a == "--sys-prefix":
-            prefix = sys.prefix
-        elif a in ("--prefix", "--name"):
-            value = next(it, None)
-            if value is None:
+        a, eq, given = a.partition("=")       # --name=NAME, as ipykernel's installer takes it
+        if a in ("--user", "--sys-prefix") and not eq:
+            user, prefix = (True, prefix) if a == "--user" else (user, sys.prefix)
+        elif a in ("--prefix", "--name", "--display-name"):
+            value = given if eq else next(it, None)
+            if not value:
                 print(f"{a} needs a value\n{USAGE}", file=sys.stderr)
                 return 2
-            prefix, name = (value, name) if a == "--prefix" else (prefix, value)
+            if a == "--prefix":
+                prefix = value
+            elif a == "--name":
+                name = value
+            else:
+                display = value
         else:
-            print(f"unknown option {a}\n{USAGE}", file=sys.stderr)
+            print(f"unknown option {a}{eq}{given}\n{USAGE}", file=sys.stderr)
             return 2
     if user and prefix is not None:
         print("--user and --sys-prefix/--prefix exclude each other", file=sys.stderr)
         return 2
+    if not _KERNEL_NAME.fullmatch(name):
+        print(f"--name {name!r}: a kernel's name holds only ASCII letters, digits, `-`, `.` and `_` "
+              f"(such as autodsl-2)", file=sys.stderr)
+        return 2
     try:
-        where = install(user=user, prefix=prefix, name=name)
+        where = install(user=user, prefix=prefix, name=name, display_name=display)
     except ImportError:
         print(NEEDS_IPYKERNEL, file=sys.stderr)
         return 1

@@ -1,0 +1,52 @@
+"""Bugs found by trying issue 13's notebooks, kernel and REPL as a new user would; one test each."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_installed_kernelspec_is_readable_by_everyone_the_umask_allows(tmp_path):
+    # A kernelspec installed system-wide or into a shared environment (--sys-prefix) must be
+    # readable by the other users of that Jupyter: its folder was copied from a 0700 temporary
+    # folder, so only its owner could list it.
+    pytest.importorskip("jupyter_client", reason='the installer needs jupyter_client (pip install "autodsl[jupyter]")')
+    from autodsl.cli.kernel import install
+
+    where = install(prefix=str(tmp_path))
+    mode = stat.S_IMODE(os.stat(where).st_mode)
+    assert mode == 0o777 & ~_umask()
+    with open(os.path.join(where, "kernel.json"), encoding="utf-8") as f:
+        assert json.load(f)["argv"][1:3] == ["-m", "autodsl.kernel"]
+
+
+def test_install_rejects_a_bad_kernel_name_in_words_without_a_traceback(tmp_path, capsys):
+    # jupyter_client's ValueError for `--name a/b` reached the user as a Python traceback
+    pytest.importorskip("jupyter_client", reason='the installer needs jupyter_client (pip install "autodsl[jupyter]")')
+    from autodsl.cli.kernel import main
+
+    assert main(["install", "--prefix", str(tmp_path), "--name", "a/b"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "--name 'a/b'" in err and "letters, digits" in err
+    assert not (tmp_path / "share").exists()
+
+
+def test_install_takes_options_written_with_equals_and_a_display_name(tmp_path, capsys):
+    # ipykernel's installer takes --name=NAME and --display-name; ours said "unknown option"
+    pytest.importorskip("jupyter_client", reason='the installer needs jupyter_client (pip install "autodsl[jupyter]")')
+    from autodsl.cli.kernel import main
+
+    assert main(["install", f"--prefix={tmp_path}", "--name=autodsl-2", "--display-name", "autodsl (course)"]) == 0
+    spec = tmp_path / "share" / "jupyter" / "kernels" / "autodsl-2" / "kernel.json"
+    assert json.loads(spec.read_text(encoding="utf-8"))["display_name"] == "autodsl (course)"
+    assert f"installed kernelspec autodsl-2 in {spec.parent}" in capsys.readouterr().out
+    assert main(["install", "--user=yes"]) == 2
+    assert main(["install", "--name="]) == 2
