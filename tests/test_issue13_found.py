@@ -50,3 +50,32 @@ def test_install_takes_options_written_with_equals_and_a_display_name(tmp_path, 
     assert f"installed kernelspec autodsl-2 in {spec.parent}" in capsys.readouterr().out
     assert main(["install", "--user=yes"]) == 2
     assert main(["install", "--name="]) == 2
+
+
+def _runner():
+    from autodsl.cli.kernel import CellRunner
+
+    sent: list = []
+    return CellRunner(lambda kind, content: sent.append((kind, content))), sent
+
+
+def test_kernel_shows_a_traced_backward_as_the_trace_table_as_the_extension_does():
+    # with trace(true) the IPython extension shows each backward's trace as its HTML table;
+    # the kernel wrote the text form into stdout (the same table only from last_trace())
+    runner, sent = _runner()
+    code = "trace(true)\nw = tensor(2.0, requires_grad=true)\ny = (w*3)^2\ny.backward()\nprint(w.grad)"
+    assert runner.execute(code, 1)["status"] == "ok"
+    kinds = [k for k, _ in sent]
+    shown = [c for k, c in sent if k == "display_data"]
+    assert len(shown) == 1 and "<table" in shown[0]["data"]["text/html"]
+    assert "grad * 2.0 * (w*3)^(2.0-1) = 1.0 * 2.0 * 6.0^(2.0-1)" in shown[0]["data"]["text/plain"]
+    streams = "".join(c["text"] for k, c in sent if k == "stream")
+    assert "backward trace" not in streams and streams.strip() == "tensor(36.)"
+    assert kinds.index("display_data") < kinds.index("stream")      # in the order the cell made them
+    # :reset keeps it, and trace(false) stops it
+    sent.clear()
+    runner.execute(":reset\nw = tensor(1.0, requires_grad=true)\n(w*w).backward()", 2)
+    assert [k for k, _ in sent].count("display_data") == 1
+    sent.clear()
+    runner.execute("trace(false)\nw = tensor(1.0, requires_grad=true)\n(w*w).backward()", 3)
+    assert not [k for k, _ in sent if k == "display_data"]

@@ -88,9 +88,11 @@ def test_colon_commands_run_in_cells_between_code(cells):
     assert reply["status"] == "ok"
     out = cells.stdout()
     assert "trace on" in out
-    assert "backward trace: 7 steps" in out          # the trace the command turned on
+    kinds = [k for k, _ in cells.sent]
+    shown = [c["data"] for k, c in cells.sent if k == "display_data"]
+    assert len(shown) == 1 and "backward trace: 7 steps" in shown[0]["text/plain"]     # the trace the command turned on
     assert re.search(r"^w1\s+\(\)\s+float", out, re.MULTILINE)  # :vars' table, after the backward
-    assert out.index("backward trace") < out.index("name  shape")
+    assert kinds.index("display_data") < len(kinds) - 1 and "name  shape" in cells.sent[-1][1]["text"]
 
 
 def test_an_error_is_an_error_output_with_the_cli_text_and_the_cell_line(cells):

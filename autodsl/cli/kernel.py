@@ -7,8 +7,9 @@ Two halves, as the REPL (``cli/repl.py``), so that the logic is testable without
   positions, N being the cell's execution count). A cell's lines that start with ``:`` are
   commands, the runs of lines between them are code. Each bare expression's value is an
   ``execute_result`` whose data is the value's rich display (``cli/mimebundle.py``:
-  ``_repr_html_``, ``_repr_svg_``, ``_repr_png_``, ... and the REPL's text); ``print`` and
-  traces are the ``stdout`` stream; an error is an ``error`` output whose text is what the
+  ``_repr_html_``, ``_repr_svg_``, ``_repr_png_``, ... and the REPL's text); with
+  ``trace(true)`` each backward's trace is a ``display_data`` (its table, ``KernelSession``);
+  ``print`` is the ``stdout`` stream; an error is an ``error`` output whose text is what the
   command line prints (``file:line:col: message``, the line, a caret), never a Python
   traceback. Completion and inspection (Shift-Tab) are the REPL's completer
   (``cli/complete.py``) and its ``:help``.
@@ -42,7 +43,7 @@ from autodsl.lang.parser import KEYWORDS, is_incomplete
 from autodsl.ops import REGISTRY
 from autodsl.session import Session
 
-__all__ = ["KERNEL_NAME", "LANGUAGE_INFO", "CellRunner", "install", "kernel_class", "kernel_json", "main",
+__all__ = ["KERNEL_NAME", "LANGUAGE_INFO", "CellRunner", "KernelSession", "install", "kernel_class", "kernel_json", "main",
            "split_cell"]
 
 KERNEL_NAME = "autodsl"
@@ -118,6 +119,19 @@ def split_cell(code: str) -> list[tuple[str, int, str]]:
     return pieces
 
 
+class KernelSession(Session):
+    """The kernel's Session: with ``trace(true)`` a backward's trace is shown as its table
+    (rich display, through the ``echo`` callback's runner) instead of written to stdout, as
+    the IPython extension shows it."""
+
+    def _print_trace(self, text: str) -> None:
+        shown = getattr(self.echo, "__self__", None)
+        if not isinstance(shown, CellRunner) or self.last_trace is None:
+            super()._print_trace(text)
+            return
+        shown.display(self.last_trace)
+
+
 class CellRunner:
     """The kernel's logic without ZeroMQ; every output goes to ``send(msg_type, content)``
     (the kernel's iopub channel, or a list in tests)."""
@@ -129,7 +143,7 @@ class CellRunner:
         self.stdout = _Stream(self, "stdout")
         self.stderr = _Stream(self, "stderr")
         if session is None:
-            session = Session()
+            session = KernelSession()
         session.echo = self.show
         session.out = self.stdout
         self.repl = Repl(session, out=self.stdout)
@@ -154,6 +168,12 @@ class CellRunner:
         self.flush()
         data, metadata = mimebundle(value)
         self.send("execute_result", {"execution_count": self.count, "data": data, "metadata": metadata})
+
+    def display(self, value) -> None:
+        """A value shown as it comes, not as the cell's result (a traced backward's table)."""
+        self.flush()
+        data, metadata = mimebundle(value)
+        self.send("display_data", {"data": data, "metadata": metadata, "transient": {}})
 
     def execute(self, code: str, count: int, silent: bool = False) -> dict:
         """Run one cell as execution ``count``; the ``execute_reply`` content."""

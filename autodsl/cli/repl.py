@@ -47,7 +47,7 @@ from autodsl.lang.interpreter import UserFunction
 from autodsl.lang.parser import KEYWORDS
 from autodsl.lang.values import suggest
 from autodsl.names import names_by_id
-from autodsl.session import PREDEFINED, Session, _predefined
+from autodsl.session import PREDEFINED, _predefined
 from autodsl.source import SOURCE_POS
 from autodsl.tools.check import check
 from autodsl.tools.compiled import CompiledFunction
@@ -481,7 +481,7 @@ class Repl:
             self.write(self.stepper.abort())          # the variables it would write to are forgotten
         self.stepper = None
         s = self.session
-        self.session = Session(device=s.device, dtype=s.dtype, trace=s.trace, echo=s.echo, out=s.out,
+        self.session = type(s)(device=s.device, dtype=s.dtype, trace=s.trace, echo=s.echo, out=s.out,
                                anomaly=s.anomaly)
         self.accepted = [line for line in self._settings_script()]
         self.write("session reset")
