@@ -6,6 +6,7 @@ import pytest
 
 da = pytest.importorskip("dask.array")
 
+import autodsl as ad
 from autodsl.backend import dask_index
 
 X = np.arange(60.0).reshape(3, 4, 5) * 0.5 - 7.0
@@ -89,9 +90,23 @@ def test_a_host_index_out_of_range_raises_numpys_index_error():
         dask_index.getitem(arr, (np.array([0]), np.array([0]), np.array([0]), np.array([0])))
 
 
-def test_a_lazy_index_out_of_range_fails_at_compute_instead_of_wrapping():
-    # (1, 5) is out of range for dim 1; as a flat position it would be (2, 0), a valid element
-    arr = da.from_array(X[:, :, 0], chunks=2)
-    got = dask_index.getitem(arr, _lazy((np.array([1]), np.array([4]))))
-    with pytest.raises(IndexError):
-        got.compute()
+@pytest.mark.parametrize("key", ["x[i]", "x[i, i]", "x[:, j]", "index_put"])
+def test_a_lazy_index_out_of_range_is_an_error_when_the_values_are_read(key):
+    # dask does not test the range of an index it computes (it would clip): the op leaves the
+    # test for the next read, which raises the op's IndexError_ there
+    x = ad.tensor([[1.0, 2.0], [3.0, 4.0]], device="dask")
+    i = ad.tensor([0, 5], dtype=ad.int64, device="dask")
+    j = ad.tensor([-3], dtype=ad.int64, device="dask")
+    run = {"x[i]": lambda: x[i], "x[i, i]": lambda: x[i, i], "x[:, j]": lambda: x[:, j],
+           "index_put": lambda: ad.index_put(x, (i,), 0.0)}[key]
+    y = run()
+    bad = -3 if key == "x[:, j]" else 5
+    with pytest.raises(ad.IndexError_, match=f"index {bad} is out of range for dim .*found when the values"):
+        y.numpy()
+
+
+def test_negative_lazy_indices_count_from_the_end():
+    x = ad.tensor([[1.0, 2.0], [3.0, 4.0]], device="dask")
+    i = ad.tensor([1, -1, -2], dtype=ad.int64, device="dask")
+    np.testing.assert_array_equal(x[i].numpy(), [[3.0, 4.0], [3.0, 4.0], [1.0, 2.0]])
+    np.testing.assert_array_equal(x[i, i].numpy(), [4.0, 4.0, 1.0])

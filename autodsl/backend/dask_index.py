@@ -21,9 +21,10 @@ scatter-add stay lazy and chunked.
 The writes rebind ``arr`` to the new graph (as dask's own item assignment does): dask arrays
 are immutable, and the array object is what the caller holds.
 
-An index out of range raises IndexError in NumPy's words when the index is on the host; an
-index that is itself lazy is only known at compute time, where it gives an error instead of
-wrapping into another valid position.
+An index out of range raises IndexError in NumPy's words when the index is on the host. An
+index that is itself lazy is known only when computed, and dask does not test its range: the
+op tests it then (ops/movement.py, core/deferred.py); here an out-of-range position is only
+kept from becoming another element's linear position.
 """
 from __future__ import annotations
 

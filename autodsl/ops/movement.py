@@ -10,6 +10,7 @@ import builtins
 
 import autodsl.backend as backend
 from autodsl.backend import kind_of, namespace_of, scatter_add
+from autodsl.core import deferred
 from autodsl.errors import IndexError_, ShapeError, TypeError_
 from autodsl.ops import chunked
 from autodsl.ops.formula import define, forward_of
@@ -237,6 +238,39 @@ def _is_basic(key):
     return all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in key)
 
 
+def _check_lazy_key(shape, key):
+    """On a lazy device an integer index tensor is not at hand: its range is tested when the
+    values are read (core/deferred.py), as NumPy tests it at once (dask would clip it)."""
+    arrays = [k for k in key if not (k is None or k is Ellipsis or isinstance(k, (int, slice)))]
+    if not any(backend.is_lazy(k) for k in arrays):
+        return
+    used = builtins.sum(k.ndim if kind_of(k.dtype) == "b" else 1 for k in arrays) + \
+        builtins.sum(1 for k in key if isinstance(k, (int, slice)))
+    d = 0
+    for k in key:
+        if k is Ellipsis:
+            d += builtins.max(len(shape) - used, 0)
+        elif k is None:
+            continue
+        elif isinstance(k, (int, slice)) or kind_of(k.dtype) == "b":
+            d += 1 if isinstance(k, (int, slice)) else k.ndim
+        else:
+            if d < len(shape) and backend.is_lazy(k) and k.size:
+                n = shape[d]
+                xp = namespace_of(k)
+                deferred.check(xp.any((k < -n) | (k >= n)), _range_error(shape, k, n, d))
+            d += 1
+
+
+def _range_error(shape, k, n, d):
+    def fail():
+        host = backend.to_host(k)
+        bad = host[(host < -n) | (host >= n)].reshape(-1)[0]
+        raise IndexError_(f"index {int(bad)} is out of range for dim {d} of a tensor of shape {shape} "
+                          f"(valid: {-n} to {n - 1})")
+    return fail
+
+
 @defop("getitem", node_name="IndexBackward")
 class GetItem(Op):
     """Indexing: ints, slices, none, ..., integer tensors (gather) and bool masks."""
@@ -247,6 +281,8 @@ class GetItem(Op):
         self.key = key
         self.in_shape = a.shape
         self.basic = _is_basic(key)
+        if not self.basic:
+            _check_lazy_key(a.shape, key)
         try:
             # basic keys get a trailing ...: x[0] of a vector is a 0-d view, not a copied scalar
             # (x[0] += 1 writes x), and the standard wants it where fewer indices than dims are given
@@ -287,6 +323,7 @@ class IndexPut(Op):
     def forward(self, a, v, key, accumulate=False):
         self.key = key
         self.accumulate = accumulate
+        _check_lazy_key(a.shape, key)
         out = namespace_of(a).asarray(a, copy=True)
         try:
             if accumulate:      # repeated indices all add (torch's accumulate=True)
