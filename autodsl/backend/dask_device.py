@@ -135,6 +135,8 @@ def broadcast_to(a, shape: tuple):
     da = _da()
     from dask.array.core import normalize_chunks
     shape = tuple(shape)
+    if 0 in shape:          # nothing to chunk (dask's "auto" sizes divide by the element count)
+        return da.broadcast_to(a, shape)
     lead = len(shape) - a.ndim
     spec = []
     for i, n in enumerate(shape):
