@@ -421,7 +421,7 @@ class Session:
         connected); it can compute again afterwards, starting a new one. Also ``with Session() as s``."""
         self._ctx.dask_scheduler.close()
 
-    def __enter__(self) -> "Session":
+    def __enter__(self):
         return self
 
     def __exit__(self, *exc) -> bool:
