@@ -336,3 +336,13 @@ def test_big_regression_sample_gives_the_cpu_values_on_dask():
         assert [w for w in wa if not w[-1].isdigit()] == [w for w in wb if not w[-1].isdigit()]
         np.testing.assert_allclose([float(w) for w in wa if w[-1].isdigit()],
                                    [float(w) for w in wb if w[-1].isdigit()], rtol=1e-12)
+
+
+def test_repl_device_command_switches_to_dask():
+    from autodsl.cli.repl import Repl
+    out = io.StringIO()
+    r = Repl(ad.Session(out=out, scheduler="threads"), out=out)
+    for line in (":device dask", "x = ones(3) * 2", "print(x.sum().item(), x.device)"):
+        r.handle(line)
+    assert r.session.device == "dask"
+    assert "device dask" in out.getvalue() and "6.0 dask" in out.getvalue()
