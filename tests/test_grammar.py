@@ -250,7 +250,7 @@ def test_is_incomplete():
     assert is_incomplete("def f(x) {")
     assert is_incomplete("def f(x) {\n  y = x\n")
     assert is_incomplete("x = [1, 2,\n")
-    assert is_incomplete("x = 1 +")
+    assert not is_incomplete("x = 1 +")       # a new line ends it: no next line could finish it
     assert is_incomplete("x = 1 + \\")
     assert not is_incomplete("x = 1")
     assert not is_incomplete("def f(x) { return x }")

@@ -79,3 +79,31 @@ def test_kernel_shows_a_traced_backward_as_the_trace_table_as_the_extension_does
     sent.clear()
     runner.execute("trace(false)\nw = tensor(1.0, requires_grad=true)\n(w*w).backward()", 3)
     assert not [k for k, _ in sent if k == "display_data"]
+
+
+@pytest.mark.parametrize("source", ["x = 1 +", "y = 2 *", "1 + # a comment", "x = -", "for i in", "if x",
+                                    "def f(a) {\n  return a +"])
+def test_a_statement_that_no_next_line_can_finish_is_not_waited_for(source):
+    # a new line ends a statement outside brackets, so after `x = 1 +` and Enter whatever came
+    # next was an error ("unexpected end of line"): the REPL (and the kernel's is_complete)
+    # asked for a line that could never help, where Python shows the error at once
+    from autodsl.errors import ParseError
+    from autodsl.lang.parser import is_incomplete, parse
+
+    assert not is_incomplete(source)
+    with pytest.raises(ParseError):
+        parse(source + "\n0")
+
+
+@pytest.mark.parametrize("source", ["x = (1 +", "f(1,", "x = [1, 2,\n", "def f(x) {", "def f(x) {\n  y = x\n",
+                                    "if x {\n  y = 1\n} else {", "x = 1 + \\", "while true {"])
+def test_a_statement_open_in_brackets_a_block_or_after_a_backslash_waits_for_the_next_line(source):
+    from autodsl.lang.parser import is_incomplete
+
+    assert is_incomplete(source)
+
+
+def test_the_kernel_says_a_cell_with_a_dangling_operator_is_complete():
+    runner, _ = _runner()
+    assert runner.is_complete("x = 1 +") == {"status": "complete"}
+    assert runner.is_complete("x = (1 +")["status"] == "incomplete"

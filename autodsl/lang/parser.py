@@ -703,15 +703,20 @@ def _comparison_before(tokens) -> bool:
 
 
 def is_incomplete(source: str) -> bool:
-    """True when ``source`` ended too early (the REPL should read another line)."""
+    """True when ``source`` ended too early and a next line can go on with it (the REPL should
+    read another line): inside brackets or a block, or after a ``\\``. A statement cut short
+    where a new line cannot go (``x = 1 +``: a new line ends it there) is not waited for:
+    no next line could finish it, so it is an error now."""
     if source.rstrip(" \t").endswith("\\"):
         return True
+    return _ends_early(source) and _ends_early(source + "\n")
+
+
+def _ends_early(source: str) -> bool:
     try:
         get_parser().parse(source)
     except UnexpectedToken as e:
-        if e.token.type == "$END":
-            return True
-        return False
+        return e.token.type == "$END"
     except UnexpectedEOF:
         return True
     except (UnexpectedInput, LarkError):
