@@ -346,3 +346,25 @@ def test_repl_device_command_switches_to_dask():
         r.handle(line)
     assert r.session.device == "dask"
     assert "device dask" in out.getvalue() and "6.0 dask" in out.getvalue()
+
+
+def test_tensor_of_lists_and_of_a_memory_map_take_chunks(tmp_path, threads):
+    t = ad.tensor([1.0, 2.0, 3.0, 4.0, 5.0], chunks=2)
+    assert t._data.chunks == ((2, 2, 1),) and t.numpy().tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
+    np.save(tmp_path / "m.npy", np.arange(6.0))
+    m = np.load(tmp_path / "m.npy", mmap_mode="r")
+    t = ad.tensor(m, chunks=4)
+    w = np.load(tmp_path / "m.npy", mmap_mode="r+")
+    w[5] = 50.0
+    w.flush()
+    del w
+    assert t._data.chunks == ((4, 2),) and t.numpy().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 50.0]
+
+
+def test_a_client_given_is_used_and_left_open():
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None,
+                            set_as_default=False) as client:
+        with ad.Session(device="dask", scheduler=client) as s:
+            s.run("v = (arange(6, chunks=4) * 2).sum().item()")
+            assert s["v"] == 30 and s.scheduler.client() is client and not s.scheduler.started
+        assert client.status == "running"

@@ -497,11 +497,14 @@ def asarray(data, dtype: DType | None, device: str, copy: bool | None = None, ch
         if dask_device.is_dask(data):       # (immutable: a copy would be the same graph)
             arr = data if nd is None or data.dtype == nd else mod.astype(data, nd)
             return arr if chunks is None else arr.rechunk(chunks)
+        if isinstance(data, np.memmap):     # read lazily, a chunk at a time (converted there too)
+            arr = dask_device.from_host(data, chunks)
+            return arr if nd is None or arr.dtype == nd else mod.astype(arr, nd)
         if not isinstance(data, np.ndarray):
             data = np.asarray(to_host(data) if hasattr(data, "__dlpack__") else data, dtype=nd)
         elif nd is not None and data.dtype != nd:
             data = data.astype(nd)
-        elif copy and not isinstance(data, np.memmap):    # the caller may write into its array later
+        elif copy:                          # the caller may write into its array later
             data = data.copy()
         return dask_device.from_host(data, chunks)
     if copy is None:

@@ -40,6 +40,7 @@ __all__ = [
     "concrete",
     "from_host",
     "is_dask",
+    "is_memmap",
     "load",
     "make",
     "persist_arrays",
@@ -85,9 +86,14 @@ def _chunks(chunks):
     return "auto" if chunks is None else chunks
 
 
+def is_memmap(data) -> bool:
+    """A NumPy memory map of a file (``np.load(f, mmap_mode="r")``)."""
+    return isinstance(data, np.memmap) and bool(getattr(data, "filename", None))
+
+
 def from_host(host, chunks=None):
     """A dask array of the host values ``host`` (a NumPy array, or a memory map: read lazily)."""
-    if isinstance(host, np.memmap) and getattr(host, "filename", None):
+    if is_memmap(host):
         # dask copies a NumPy array it is given (a memory map too: the whole file, at once);
         # a file it is given is read a chunk at a time, by whichever worker runs the chunk
         return _da().from_array(NpyFile(host), chunks=_chunks(chunks), asarray=True)

@@ -115,7 +115,8 @@ def tensor(data, requires_grad=False, dtype=None, device=None, chunks=None):
             current().capture.fail("it makes a tensor from another tensor's values with tensor()")
         data = data._data
     if hasattr(data, "dtype") and hasattr(data, "shape"):     # a NumPy/CuPy array keeps its dtype
-        host = backend.to_host(data)
+        # (a memory map stays one on dask, which reads it a chunk at a time)
+        host = data if device == "dask" and dask_device.is_memmap(data) else backend.to_host(data)
         dt = backend.as_dtype(host.dtype) if dtype is None else backend.as_dtype(dtype)
         arr = backend.contiguous(backend.asarray(host, dt, device, copy=True, chunks=chunks))   # a C-order copy
         return _finish(arr, device, requires_grad)
