@@ -10,6 +10,8 @@ It imports only the run context and the source positions, which import nothing.
 """
 from __future__ import annotations
 
+import unicodedata
+
 from autodsl.context import current
 from autodsl.source import caller_line
 
@@ -120,11 +122,20 @@ class DSLError(Exception):
             width = 1
             if self.end_column and self.end_column > col:
                 width = min(self.end_column - col, max(1, len(src) - col + 1))
-            # keep tabs so the caret lines up under tab-indented source
-            pad = "".join(ch if ch == "\t" else " " for ch in src[: col - 1])
+            # keep tabs so the caret lines up under tab-indented source, and count the columns a
+            # terminal gives each character (two for 日, none for a combining accent)
+            pad = "".join(ch if ch == "\t" else " " * _columns(ch) for ch in src[: col - 1])
             out.append("    " + src)
-            out.append("    " + pad + "^" * width)
+            out.append("    " + pad + "^" * max(1, sum(map(_columns, src[col - 1: col - 1 + width]))))
         return "\n".join(out)
+
+
+def _columns(ch: str) -> int:
+    """The columns a terminal shows ``ch`` in: 2 for a wide (East Asian) character, 0 for a
+    combining mark, else 1 (as Python's own tracebacks count them)."""
+    if unicodedata.combining(ch):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
 
 
 class ParseError(DSLError):

@@ -107,3 +107,21 @@ def test_the_kernel_says_a_cell_with_a_dangling_operator_is_complete():
     runner, _ = _runner()
     assert runner.is_complete("x = 1 +") == {"status": "complete"}
     assert runner.is_complete("x = (1 +")["status"] == "incomplete"
+
+
+def test_the_caret_lines_up_under_wide_characters_as_a_terminal_shows_them():
+    # a CJK character takes two columns on a terminal and in a notebook's monospace output:
+    # the caret under `s = "日本語" + 1` pointed at 語, not at the `+`
+    import autodsl
+
+    with pytest.raises(autodsl.errors.DSLError) as info:
+        autodsl.Session().run('s = "日本語" + 1')
+    line, caret = info.value.render().split("\n")[1:3]
+    assert line == '    s = "日本語" + 1'
+    assert caret == "    " + " " * len('s = "日本語" ') + " " * 3 + "^"
+    with pytest.raises(autodsl.errors.DSLError) as info:
+        autodsl.Session().run('t = "e\u0301" + undefined_x')      # e and a combining accent: one column
+    assert info.value.render().split("\n")[2] == "    " + " " * len('t = "e" + ') + "^" * len("undefined_x")
+    with pytest.raises(autodsl.errors.DSLError) as info:
+        autodsl.Session().run('日本 = 1')
+    assert info.value.render().split("\n")[2] == "    ^^"       # an unexpected wide character: both columns
