@@ -87,8 +87,10 @@ def _chunks(chunks):
 
 
 def is_memmap(data) -> bool:
-    """A NumPy memory map of a file (``np.load(f, mmap_mode="r")``)."""
-    return isinstance(data, np.memmap) and bool(getattr(data, "filename", None))
+    """A NumPy memory map of a whole file's array (``np.load(f, mmap_mode="r")``; not a slice of
+    one, whose layout in the file ``NpyFile`` could not tell)."""
+    return (isinstance(data, np.memmap) and bool(getattr(data, "filename", None))
+            and getattr(data, "_mmap", None) is not None and data.base is data._mmap)
 
 
 def from_host(host, chunks=None):
