@@ -125,3 +125,44 @@ def test_the_caret_lines_up_under_wide_characters_as_a_terminal_shows_them():
     with pytest.raises(autodsl.errors.DSLError) as info:
         autodsl.Session().run('日本 = 1')
     assert info.value.render().split("\n")[2] == "    ^^"       # an unexpected wide character: both columns
+
+
+@pytest.fixture(scope="module")
+def ipshell():
+    IPython = pytest.importorskip("IPython", reason="IPython is not installed (pip install ipython)")
+    import builtins
+    import sys
+
+    del IPython
+    from IPython.core.interactiveshell import InteractiveShell
+
+    # (an IPython shell takes over __main__ and adds builtins: both given back afterwards)
+    main, names = sys.modules.get("__main__"), set(vars(builtins))
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "autodsl")
+    yield ip
+    ip.run_line_magic("unload_ext", "autodsl")
+    InteractiveShell.clear_instance()
+    if main is not None:
+        sys.modules["__main__"] = main
+    for extra in set(vars(builtins)) - names:
+        delattr(builtins, extra)
+
+
+def _ip_run(ip, code: str) -> str:
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as cap:
+        assert ip.run_cell(code).success
+    return cap.stdout
+
+
+def test_the_line_magic_leaves_braces_and_dollars_to_the_language(ipshell):
+    # IPython expands {expr} and $name in a line magic's text with the notebook's Python
+    # variables: `%autodsl print(f"{w}")` printed Python's w, not the session's tensor
+    _ip_run(ipshell, "w = 99\nlr = 'python'")
+    _ip_run(ipshell, "%autodsl w = tensor(2.5)")
+    assert _ip_run(ipshell, '%autodsl print(f"{w}", f"{w * 2:.1f}")') == "2.5 5.0\n"
+    _ip_run(ipshell, '%autodsl d = "$lr and {lr}"')
+    assert _ip_run(ipshell, "%autodsl print(d)") == "$lr and {lr}\n"
+    assert _ip_run(ipshell, '%%autodsl\nprint(f"{w}")') == "2.5\n"

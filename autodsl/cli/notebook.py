@@ -120,6 +120,11 @@ class NotebookSession(Session):
 class NotebookMagics:
     """The ``%autodsl`` / ``%%autodsl`` magic of one IPython shell and the sessions it keeps."""
 
+    # IPython puts the notebook's Python variables into a line magic's text where it reads
+    # {expr} or $name (IPython.core.magic.no_var_expand); here braces are the language's
+    # f-strings and blocks, and the text is the language's, with nothing of Python's in it
+    _ipython_magic_no_var_expand = True
+
     def __init__(self, shell):
         self.shell = shell
         self.sessions: dict[str, NotebookSession] = {}
