@@ -166,3 +166,14 @@ def test_the_line_magic_leaves_braces_and_dollars_to_the_language(ipshell):
     _ip_run(ipshell, '%autodsl d = "$lr and {lr}"')
     assert _ip_run(ipshell, "%autodsl print(d)") == "$lr and {lr}\n"
     assert _ip_run(ipshell, '%%autodsl\nprint(f"{w}")') == "2.5\n"
+
+
+@pytest.mark.parametrize("line", ["-s", "--session", "-s   ", "--session="])
+def test_a_session_flag_without_a_name_is_a_usage_error(ipshell, line):
+    # `%autodsl -s` ran "-s" as code: "`s` is not defined" at <input N>:1:2
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as cap:
+        res = ipshell.run_cell(f"%autodsl {line}")
+    assert not res.success and type(res.error_in_exec).__name__ == "UsageError"
+    assert "needs a session name" in str(res.error_in_exec) and "not defined" not in cap.stdout

@@ -188,6 +188,8 @@ def _cell_number(shell) -> int:
 def _line_options(line: str) -> tuple[str, str]:
     """``-s NAME rest`` / ``--session NAME rest`` / ``--session=NAME rest`` -> (NAME, rest)."""
     text = line.lstrip()
+    if text.rstrip() in ("-s", "--session"):        # (IPython strips the line: no space after it)
+        _usage_error(f"{text.rstrip()} needs a session name")
     for flag in ("-s ", "--session ", "--session="):
         if text.startswith(flag):
             parts = text[len(flag):].lstrip().split(None, 1)
