@@ -177,3 +177,29 @@ def test_a_session_flag_without_a_name_is_a_usage_error(ipshell, line):
         res = ipshell.run_cell(f"%autodsl {line}")
     assert not res.success and type(res.error_in_exec).__name__ == "UsageError"
     assert "needs a session name" in str(res.error_in_exec) and "not defined" not in cap.stdout
+
+
+def test_graph_pictures_of_non_ascii_source_under_a_non_utf8_locale(tmp_path):
+    # DOT text went to Graphviz in the locale's encoding (text=True): under an ASCII locale (or
+    # Windows' cp1252) a source line with 日本語 raised UnicodeEncodeError out of _repr_svg_ and
+    # dot(x, "g.svg"); Graphviz reads and writes UTF-8
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("dot") is None:
+        pytest.skip("Graphviz's dot is not installed (apt-get install graphviz)")
+    script = (
+        "import autodsl\n"
+        "s = autodsl.Session(echo=False)\n"
+        "s.run('def f(a) { return 2.0 }\\nw = tensor(2.0, requires_grad=true)\\ny = w * f(\"日本語 é\")')\n"
+        "svg = s.run('graph(y)')._repr_svg_()\n"
+        "assert svg is not None and '日本語 é' in svg, svg\n"
+        f"s.run('dot(y, \"{tmp_path / 'g.svg'}\")')\n"
+        "print('ok')\n")
+    env = dict(os.environ, LC_ALL="C", LANG="C", PYTHONUTF8="0", PYTHONCOERCECLOCALE="0")
+    (tmp_path / "s.py").write_text(script, encoding="utf-8")      # (a source file is read as UTF-8)
+    p = subprocess.run([sys.executable, str(tmp_path / "s.py")], capture_output=True, timeout=120, env=env,
+                       check=False)
+    assert p.returncode == 0, p.stderr.decode("utf-8", "replace")
+    assert "日本語 é" in (tmp_path / "g.svg").read_text(encoding="utf-8")

@@ -458,8 +458,10 @@ def dot(x, file=None, names=None) -> str:
     try:
         # The DOT text goes in on stdin and the picture out through an absolute path: a file name
         # on Graphviz's command line that began with `-` (`-Tx.svg`) would be read as an option.
+        # (Graphviz reads and writes UTF-8, whatever the locale's encoding is)
         proc = subprocess.run([exe, f"-T{ext}", "-o", os.path.abspath(partial)], input=text,
-                              capture_output=True, text=True, timeout=300, check=False)
+                              capture_output=True, encoding="utf-8", errors="replace", timeout=300,
+                              check=False)
         if proc.returncode == 0:
             os.replace(partial, path)
             record_file(path)                # (an interrupted input's undo cannot take it back)
@@ -482,8 +484,8 @@ def svg_of(dot_text: str) -> str | None:
     if exe is None:
         return None
     try:
-        proc = subprocess.run([exe, "-Tsvg"], input=dot_text, capture_output=True, text=True,
-                              timeout=60, check=False)
+        proc = subprocess.run([exe, "-Tsvg"], input=dot_text, capture_output=True, encoding="utf-8",
+                              errors="replace", timeout=60, check=False)      # (UTF-8, as Graphviz)
     except (OSError, subprocess.TimeoutExpired):
         return None
     start = proc.stdout.find("<svg") if proc.returncode == 0 else -1
