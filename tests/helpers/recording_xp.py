@@ -34,7 +34,7 @@ class Counter:
     def sync(self, what: str) -> None:
         if self.on:
             self.syncs += 1
-            self.where.append(what + "\n" + "".join(traceback.format_stack(limit=12)[:-2]))
+            self.where.append(what + "\n" + "".join(traceback.format_stack(limit=20)[:-2]))
 
     def reset(self) -> None:
         self.syncs = self.uploads = self.copies = self.written = 0
