@@ -35,13 +35,14 @@ def _mlp_data():
             rng.standard_normal(8), rng.standard_normal((8, 3)), rng.standard_normal(3))
 
 
-def _train(device, steps, counter=None, momentum=0.0):
+def _train(device, steps, counter=None, momentum=0.0, adam=False):
     X, Y, *P = _mlp_data()
     x = ad.tensor(X, device=device)
     y = ad.tensor(Y, device=device)
     params = [ad.tensor(p, device=device, requires_grad=True) for p in P]
     w1, b1, w2, b2 = params
-    opt = ad.sgd(params, lr=0.1, momentum=momentum)
+    opt = (ad.adam(params, lr=0.01, weight_decay=0.1, amsgrad=True) if adam
+           else ad.sgd(params, lr=0.1, momentum=momentum))
     if counter is not None:
         counter.reset()
     losses = []
@@ -63,12 +64,13 @@ def test_the_device_is_the_recording_one(cuda):
     assert cuda.syncs == 1          # the read itself is counted
 
 
-@pytest.mark.parametrize("momentum", [0.0, 0.9])
-def test_a_training_step_makes_no_host_sync(cuda, momentum):
-    losses, params = _train("cuda", 3, cuda, momentum)
+@pytest.mark.parametrize(("momentum", "adam"), [(0.0, False), (0.9, False), (0.0, True)],
+                         ids=["sgd", "sgd-momentum", "adam-amsgrad"])
+def test_a_training_step_makes_no_host_sync(cuda, momentum, adam):
+    losses, params = _train("cuda", 3, cuda, momentum, adam)
     assert cuda.syncs == 0, cuda.where[:3]
     cuda.on = False
-    ref_losses, ref_params = _train("cpu", 3, momentum=momentum)
+    ref_losses, ref_params = _train("cpu", 3, momentum=momentum, adam=adam)
     np.testing.assert_allclose([_host(t) for t in losses], [t.item() for t in ref_losses], rtol=1e-12)
     for p, r in zip(params, ref_params):
         np.testing.assert_allclose(_host(p), r.numpy(), rtol=1e-12)
