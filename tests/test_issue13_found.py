@@ -203,3 +203,21 @@ def test_graph_pictures_of_non_ascii_source_under_a_non_utf8_locale(tmp_path):
                        check=False)
     assert p.returncode == 0, p.stderr.decode("utf-8", "replace")
     assert "日本語 é" in (tmp_path / "g.svg").read_text(encoding="utf-8")
+
+
+def test_the_device_command_offers_and_documents_every_device():
+    # the dask device came in this round; :device completed and documented only cpu|cuda
+    from prompt_toolkit.completion import CompleteEvent
+    from prompt_toolkit.document import Document
+
+    from autodsl import backend
+    from autodsl.cli.complete import AutodslCompleter
+    from autodsl.cli.repl import Repl
+    from autodsl.ops import REGISTRY
+    from autodsl.session import Session
+
+    repl = Repl(Session())
+    completer = AutodslCompleter(lambda: repl.session, lambda: repl.commands, registry=REGISTRY)
+    got = [c.text for c in completer.get_completions(Document(":device ", 8), CompleteEvent(completion_requested=True))]
+    assert got == list(backend.DEVICES) and "dask" in got
+    assert "cpu|cuda|dask" in repl.cmd_device.__doc__

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.document import Document
 
+from autodsl import backend
 from autodsl.cli.doctext import first_sentence
 from autodsl.cli.path_complete import path_completions
 from autodsl.core.tensor import PUBLIC_ATTRIBUTES, PUBLIC_METHODS, Tensor
@@ -210,7 +211,7 @@ class AutodslCompleter(Completer):
         elif name == ":anomaly":
             yield from self._choices(arg, ("on", "off", "raise"))
         elif name == ":device":
-            yield from self._choices(arg, ("cpu", "cuda"))
+            yield from self._choices(arg, backend.DEVICES)
         elif name == ":dtype":
             yield from self._choices(arg, ("float32", "float64"))
         elif name in EXPR_COMMANDS:

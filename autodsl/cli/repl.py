@@ -497,7 +497,7 @@ class Repl:
         return lines
 
     def cmd_device(self, arg: str) -> None:
-        """:device cpu|cuda  where new tensors go"""
+        """:device cpu|cuda|dask  where new tensors go"""
         if not arg:
             self.write(f"device {self.session.device}")
             return
