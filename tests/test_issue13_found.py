@@ -221,3 +221,16 @@ def test_the_device_command_offers_and_documents_every_device():
     got = [c.text for c in completer.get_completions(Document(":device ", 8), CompleteEvent(completion_requested=True))]
     assert got == list(backend.DEVICES) and "dask" in got
     assert "cpu|cuda|dask" in repl.cmd_device.__doc__
+
+
+def test_quit_in_the_kernel_says_what_happens_and_asks_the_front_end_to_exit():
+    # :quit in a cell did nothing and said nothing; IPython's kernel answers `exit` with the
+    # ask_exit payload, on which jupyter console leaves (a notebook keeps its kernel)
+    runner, sent = _runner()
+    reply = runner.execute("a = 1\n:quit\nb = 2", 1)
+    assert reply["status"] == "ok"
+    assert reply["payload"] == [{"source": "ask_exit", "keepkernel": False}]
+    text = "".join(c["text"] for k, c in sent if k == "stream")
+    assert "restart the kernel" in text and ":reset" in text
+    assert runner.execute("a + 1", 2)["payload"] == [] and runner.session["a"] == 1
+    assert "b" not in runner.session            # :quit ends the cell, as it ends the REPL

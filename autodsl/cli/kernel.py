@@ -56,6 +56,8 @@ LANGUAGE_INFO = {
 }
 BANNER = (f"autodsl {__version__}: differentiable expressions. Cells run in one session; "
           ":help lists the commands, Shift-Tab shows a built-in's documentation.")
+QUIT_TEXT = (":quit leaves a console; a notebook keeps its session: restart the kernel to begin afresh, "
+             "or :reset to forget the variables")
 NEEDS_IPYKERNEL = 'the autodsl Jupyter kernel needs ipykernel and jupyter_client: pip install "autodsl[jupyter]"'
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -183,6 +185,8 @@ class CellRunner:
         try:
             with contextlib.redirect_stdout(self.stdout), contextlib.redirect_stderr(self.stderr):
                 for kind, first, text in split_cell(code):
+                    if repl.done:       # (:quit ends the cell, as it ends the REPL)
+                        break
                     with repl.session.context():    # errors take the language's positions
                         if kind == "command":
                             repl.command(text)
@@ -190,6 +194,8 @@ class CellRunner:
                             # blank lines before it, so that positions are the cell's lines
                             repl.run_source("\n" * first + text)
                             repl.accepted.append(text.strip("\n"))
+                if repl.done:
+                    print(QUIT_TEXT)
         except DSLError as e:
             return self._error(type(e).__name__.rstrip("_"), e.message, e.render())
         except KeyboardInterrupt as stop:
@@ -206,9 +212,11 @@ class CellRunner:
         finally:
             self.flush()
             self.silent = False
-        if repl.done:       # :quit in a notebook: the session stays (restart the kernel to leave it)
+        payload = []
+        if repl.done:       # as IPython's kernel answers `exit`: jupyter console leaves, a notebook stays
             repl.done = False
-        return {"status": "ok", "execution_count": count, "payload": [], "user_expressions": {}}
+            payload.append({"source": "ask_exit", "keepkernel": False})
+        return {"status": "ok", "execution_count": count, "payload": payload, "user_expressions": {}}
 
     def _error(self, ename: str, evalue: str, text: str) -> dict:
         self.flush()
