@@ -234,3 +234,35 @@ def test_quit_in_the_kernel_says_what_happens_and_asks_the_front_end_to_exit():
     assert "restart the kernel" in text and ":reset" in text
     assert runner.execute("a + 1", 2)["payload"] == [] and runner.session["a"] == 1
     assert "b" not in runner.session            # :quit ends the cell, as it ends the REPL
+
+
+def test_a_tensor_attribute_has_help_everywhere_help_is_asked():
+    # Shift-Tab after `w.grad` found nothing, and :help x.grad / help("x.grad") said there was
+    # no such built-in, suggesting the function grad() instead
+    import io
+
+    import autodsl
+    from autodsl.core.tensor import PUBLIC_ATTRIBUTES
+    from autodsl.lang.attribute_help import ATTRIBUTE_DOCS
+
+    assert set(ATTRIBUTE_DOCS) == set(PUBLIC_ATTRIBUTES)
+    runner, _ = _runner()
+    runner.execute("w = tensor([1.0, 2.0], requires_grad=true)", 1)
+    for code, pos in (("w.grad", 6), ("w.grad", 3), ("print(w.shape)", 12), ("w.requires_grad", 15)):
+        reply = runner.inspect(code, pos)
+        attr = code[code.index(".") + 1:].split(")")[0]
+        assert reply["found"], code
+        assert reply["data"]["text/plain"].startswith(f"x.{attr}  (an attribute")
+    assert "backward() accumulated" in runner.inspect("w.grad", 6)["data"]["text/plain"]
+    out = io.StringIO()
+    s = autodsl.Session(out=out)
+    s.run('help("x.grad")\nhelp("shape")\nhelp(grad)')
+    text = out.getvalue()
+    assert text.startswith("x.grad  (an attribute") and "\nx.shape  (an attribute" in text
+    assert "\ngrad(" in text              # the built-in grad() keeps its own doc
+    from autodsl.cli.repl import Repl
+
+    buf = io.StringIO()
+    repl = Repl(autodsl.Session(), out=buf)
+    repl.cmd_help("x.is_leaf")
+    assert buf.getvalue().startswith("x.is_leaf  (an attribute") and "did you mean" not in buf.getvalue()

@@ -37,7 +37,7 @@ from autodsl.cli.complete import AutodslCompleter, call_context, describe_bindin
 from autodsl.cli.mimebundle import mimebundle
 from autodsl.cli.repl import Repl, interrupted_message
 from autodsl.core.display import format_value
-from autodsl.core.tensor import PUBLIC_METHODS, Tensor
+from autodsl.core.tensor import PUBLIC_ATTRIBUTES, PUBLIC_METHODS, Tensor
 from autodsl.errors import DSLError
 from autodsl.lang.parser import KEYWORDS, is_incomplete
 from autodsl.ops import REGISTRY
@@ -273,7 +273,7 @@ class CellRunner:
         session = self.session
         builtins = session.builtins
         if method:
-            return self._help(f"x.{name}") if name in PUBLIC_METHODS else None
+            return self._help(f"x.{name}") if name in PUBLIC_METHODS or name in PUBLIC_ATTRIBUTES else None
         if name.startswith(":"):
             full = next((c for c in self.repl.commands if c == name), None)
             return self._help(full) if full else None

@@ -43,6 +43,7 @@ from autodsl.cli.prompt import SourceValidator, build_prompt_session, history_pa
 from autodsl.core.journal import record_attrs, record_items, transaction
 from autodsl.core.tensor import PUBLIC_METHODS, Tensor
 from autodsl.errors import DSLError, ValueError_
+from autodsl.lang.attribute_help import attribute_help
 from autodsl.lang.interpreter import UserFunction
 from autodsl.lang.parser import KEYWORDS
 from autodsl.lang.values import suggest
@@ -237,6 +238,8 @@ class Repl:
             method = arg[2:] if arg.startswith("x.") else arg.lstrip(".")
             if fn is None and method in PUBLIC_METHODS:     # :help register_hook, :help x.backward
                 self.page(builtin_help("x." + method, getattr(Tensor, method), method=True))
+            elif fn is None and attribute_help(method) is not None:       # :help x.grad, :help shape
+                self.write(attribute_help(method))
             elif fn is None:
                 topics = list(TOPICS) + ["commands", "builtins"]
                 self.write(f"no built-in or topic named {arg!r}{suggest(arg, list(builtins) + topics)}; "

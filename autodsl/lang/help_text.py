@@ -16,6 +16,7 @@ from typing import Any
 
 from autodsl.core.tensor import PUBLIC_METHODS, Tensor
 from autodsl.errors import NameError_, TypeError_
+from autodsl.lang.attribute_help import attribute_help
 from autodsl.lang.interpreter import UserFunction
 from autodsl.lang.values import describe, param_text, suggest
 
@@ -83,6 +84,9 @@ def help_text(target, builtins: dict, names: dict | None = None) -> str:
         method = _method_name(target)
         if method is not None:
             return builtin_help("x." + method, getattr(Tensor, method), method=True)
+        attribute = attribute_help(target)         # help("x.grad"), help("shape")
+        if attribute is not None:
+            return attribute
         value = (names or {}).get(target)
         if isinstance(value, UserFunction):
             return _user_help(value)
@@ -111,7 +115,7 @@ def make_help(get_out: Callable[[], Any] | None, get_interp: Callable[[], Any] |
     def help_(name=None) -> None:
         """Show a built-in's signature and doc, as the REPL's `:help NAME` does: `help(sum)`,
         `help("sum")`, `help(x.backward)` or `help("x.backward")`; for a function made with
-        `def`, its signature. Raises NameError_ for a name that is neither (with the names it
+        `def`, its signature; for a tensor attribute, what it is (`help("x.grad")`). Raises NameError_ for a name that is neither (with the names it
         may have meant) and TypeError_ for a value that is not a function."""
         interp = get_interp() if get_interp is not None else None
         builtins = getattr(interp, "builtins", None) or table
