@@ -29,6 +29,7 @@ kept from becoming another element's linear position.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 
@@ -106,9 +107,21 @@ def _checked(k, n: int, axis: int):
             if lo < -n or hi >= n:
                 raise IndexError(f"index {lo if lo < -n else hi} is out of bounds for axis {axis} with size {n}")
         return np.where(k < 0, k + n, k).astype(np.int64, copy=False)
-    da = _da()
-    k = da.where(k < 0, k + n, k).astype(np.int64)
-    return da.where((k < 0) | (k >= n), -1, k)       # -1: out of range, caught below
+    return k          # lazy: made a position in one task with the others (_linear)
+
+
+def _linear(*ks, sizes):
+    """The flat positions of the broadcast index arrays ``ks`` over dims of ``sizes`` (one task
+    per block): negative indices count from the end, and one out of range gives the position
+    just past the end instead of another element's (the op tests the range: ops/movement.py)."""
+    lin = np.zeros((), dtype=np.int64)
+    bad = np.zeros((), dtype=bool)
+    for k, n in zip(ks, sizes):
+        k = np.asarray(k).astype(np.int64, copy=False)
+        k = np.where(k < 0, k + n, k)
+        bad = bad | (k < 0) | (k >= n)
+        lin = lin * n + k
+    return np.where(bad, math.prod(sizes), lin)
 
 
 def getitem(arr, key: tuple):
@@ -141,17 +154,14 @@ def getitem(arr, key: tuple):
     moved = da.transpose(sliced, tuple(adv) + tuple(rest)) if adv != list(range(len(adv))) else sliced
     sizes = [sliced.shape[i] for i in adv]
     flat = moved.reshape((math.prod(sizes),) + rest_shape)
-    lin = idx[0]
-    for k, n in zip(idx[1:], sizes[1:]):
-        lin = lin * n + k
     if any(isinstance(k, da.Array) for k in idx):
-        # a lazy index out of range (-1 above) must not wrap into another element: it becomes
-        # a position past the end, which the read refuses when it is computed
-        bad = idx[0] < 0
-        for k in idx[1:]:
-            bad = bad | (k < 0)
-        lin = da.where(bad, math.prod(sizes), lin)
-    lin = da.broadcast_to(lin, bshape) if isinstance(lin, da.Array) else np.broadcast_to(lin, bshape)
+        from dask.array.core import elemwise
+        lin = da.broadcast_to(elemwise(partial(_linear, sizes=tuple(sizes)), *idx, dtype=np.int64), bshape)
+    else:
+        lin = idx[0]
+        for k, n in zip(idx[1:], sizes[1:]):
+            lin = lin * n + k
+        lin = np.broadcast_to(lin, bshape)
     out = flat[lin.reshape(-1)].reshape(bshape + rest_shape)
     if adv == list(range(adv[0], adv[-1] + 1)) and adv[0] > 0:
         # adjacent advanced indices: their dims stand where they were (NumPy's rule)
