@@ -266,3 +266,23 @@ def test_a_tensor_attribute_has_help_everywhere_help_is_asked():
     repl = Repl(autodsl.Session(), out=buf)
     repl.cmd_help("x.is_leaf")
     assert buf.getvalue().startswith("x.is_leaf  (an attribute") and "did you mean" not in buf.getvalue()
+
+
+@pytest.mark.parametrize("source, words", [
+    ("%timeit 1 + 1", ":time"),
+    ("%%autodsl\nx = 1", "%%autodsl"),
+    ("x = 1\n%autodsl x", "IPython"),
+    ("w?", "help(name)"),
+    ("?w", "help(name)"),
+    ("exit", ":quit"),
+    ("quit()", ":quit"),
+])
+def test_notebook_and_repl_habits_get_the_languages_way(source, words):
+    # a learner coming from IPython types %timeit, %%autodsl (copied from the extension's
+    # notebook into the autodsl kernel), w? or exit; each was a bare "unexpected `%`" or
+    # "`exit` is not defined"
+    import autodsl
+
+    with pytest.raises(autodsl.errors.DSLError) as info:
+        autodsl.Session(echo=False).run(source)
+    assert words in info.value.message, info.value.message

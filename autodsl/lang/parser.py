@@ -617,6 +617,8 @@ def _translate(e: UnexpectedInput, src: A.Source) -> ParseError:
             msg = "unexpected character `!`: use `not` for negation, `!=` for 'not equal'"
         elif ch == "\\":
             msg = "unexpected `\\`: a line continuation must be the last character on its line"
+        elif ch == "?":
+            msg = "unexpected character `?`: there is no `name?`; write help(name) (:help name at the prompt)"
         elif not ch.isprintable() or ch.isspace():      # NUL, a zero-width space: name it by its code
             msg = f"unexpected invisible character U+{ord(ch):04X}; delete it (it may come from a copy and paste)"
         else:

@@ -18,6 +18,9 @@ NAME_HINTS = {
     "elif": "write `else if cond { ... }`",
     "lambda": "define a function with `def name(x) { return ... }`",
     "self": "there are no classes; use functions and variables",
+    # the REPL's and IPython's way out
+    "exit": "leave the REPL with :quit or Ctrl-D (a script ends after its last line)",
+    "quit": "leave the REPL with :quit or Ctrl-D (a script ends after its last line)",
     "str": 'put a value into a string with an f-string, f"{x}" (f"{x:.4f}" for 4 decimals)',
     "int": ("round(x) is a plain number's nearest whole number, x.item() a tensor's value, "
             "x.long() or x.to(int64) an integer tensor"),
@@ -82,6 +85,10 @@ def syntax_hint(tok, before, expected):
     ``before``: the tokens before ``tok``; ``expected``: what the parser would accept.
     """
     prev = before[-1] if before else None
+    if tok.type == "PERCENT" and _statement_start(before, len(before)):
+        return ("`%` starts no statement: IPython's magics are not part of the language (time a "
+                "statement with :time; in the autodsl kernel a cell is the language already, without "
+                "%%autodsl)"), tok, tok
     hint = _string_form_hint(tok, prev)
     if hint is not None:
         return hint
