@@ -286,3 +286,24 @@ def test_notebook_and_repl_habits_get_the_languages_way(source, words):
     with pytest.raises(autodsl.errors.DSLError) as info:
         autodsl.Session(echo=False).run(source)
     assert words in info.value.message, info.value.message
+
+
+def test_inspecting_a_lazy_tensor_in_the_kernel_does_not_compute_it(monkeypatch):
+    # JupyterLab's contextual help asks for inspection as the cursor moves: over a dask
+    # variable's name that computed its whole graph each time (the text showed its values)
+    pytest.importorskip("dask", reason='the dask device needs dask (pip install "autodsl[dask]")')
+    from autodsl import backend
+    from autodsl.cli.kernel import CellRunner
+    from autodsl.session import Session
+
+    sent: list = []
+    runner = CellRunner(lambda kind, content: sent.append((kind, content)),
+                        session=Session(device="dask", scheduler="synchronous"))
+    assert runner.execute("big = ones(1000, 3) * 2\nsmall = tensor([1.0, 2.0], device=\"cpu\")", 1)["status"] == "ok"
+    reads = []
+    real = backend.to_host
+    monkeypatch.setattr(backend, "to_host", lambda arr: reads.append(arr) or real(arr))
+    text = runner.inspect("big", 3)["data"]["text/plain"]
+    assert text.startswith("big: tensor 1000x3 float64") and "dask" in text and "print(big)" in text
+    assert reads == []
+    assert "tensor([1., 2.])" in runner.inspect("small", 5)["data"]["text/plain"]       # host values are free

@@ -32,7 +32,7 @@ import time
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
-from autodsl import __version__
+from autodsl import __version__, backend
 from autodsl.cli.complete import AutodslCompleter, call_context, describe_binding
 from autodsl.cli.mimebundle import mimebundle
 from autodsl.cli.repl import Repl, interrupted_message
@@ -280,7 +280,13 @@ class CellRunner:
         if name in session.namespace and name not in builtins:
             value = session.namespace[name]
             head = f"{name}: {describe_binding(value)}"
-            return f"{head}\n{format_value(value)}" if isinstance(value, Tensor) else head
+            if not isinstance(value, Tensor):
+                return head
+            if not backend.on_host(value._data):
+                # (inspection comes as the cursor moves: reading a lazy or GPU tensor's values
+                # would compute its graph or wait for the GPU each time)
+                return f"{head} on {value.device}; print({name}) to see its values"
+            return f"{head}\n{format_value(value)}"
         if name in builtins or name in KEYWORDS:
             return self._help(name)
         return None
