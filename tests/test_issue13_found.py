@@ -307,3 +307,22 @@ def test_inspecting_a_lazy_tensor_in_the_kernel_does_not_compute_it(monkeypatch)
     assert text.startswith("big: tensor 1000x3 float64") and "dask" in text and "print(big)" in text
     assert reads == []
     assert "tensor([1., 2.])" in runner.inspect("small", 5)["data"]["text/plain"]       # host values are free
+
+
+def test_notebook_session_run_from_python_shows_its_result_once(ipshell):
+    # notebook_session().run("w * 3") in a Python cell showed the value twice: displayed as a
+    # bare expression, and again as the cell's Out[] (the value run() returns)
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as cap:
+        res = ipshell.run_cell("import autodsl\n"
+                               "autodsl.notebook_session('pyrun').run('w = tensor(2.0)\\nw * 3\\nw * 4')")
+    assert res.success and res.result.item() == 8.0
+    shown = [o.data["text/plain"] for o in cap.outputs]
+    assert shown == ["tensor(6.)"]                  # the earlier bare expression, once; not the result
+    with capture_output() as cap:
+        res = ipshell.run_cell("autodsl.notebook_session('pyrun').run('x = 1')")
+    assert res.success and res.result is None and not cap.outputs
+    with capture_output() as cap:       # the cell magic still returns its last value as Out[]
+        res = ipshell.run_cell("%%autodsl pyrun\nw * 5")
+    assert res.result.item() == 10.0 and not cap.outputs

@@ -72,9 +72,6 @@ class NotebookSession(Session):
         are the cell's); every bare expression is shown as it runs, except the value of the
         last statement when it is one: that is returned (None otherwise)."""
         program = self.parse("\n" * (first_line - 1) + source, filename)
-        body = program.body
-        self._final = body[-1] if body and isinstance(body[-1], A.ExprStmt) else None
-        self._pending = _NOTHING
         value = error = log = None
         try:
             # Ctrl-C (Jupyter's interrupt) takes back everything the cell changed, as in the REPL
@@ -89,13 +86,28 @@ class NotebookSession(Session):
         except KeyboardInterrupt as stop:
             stop.kept = () if log is None else tuple(dict.fromkeys(log.kept))    # for the message
             raise
-        finally:
-            pending, self._pending, self._final = self._pending, _NOTHING, None
-            if pending is not _NOTHING and pending is not value:
-                _show(pending)      # (an error after it: it was shown before the error)
         if error is not None:
             raise error
-        return value if pending is not _NOTHING else None
+        return value
+
+    def run(self, source, filename: str = "<string>", variables: dict | None = None):
+        """``Session.run``, showing each bare expression as it runs except the last statement's
+        value when it is one, which is returned (None otherwise): a Python cell that calls
+        ``notebook_session().run(...)`` shows that value once, as its result."""
+        program = source if isinstance(source, A.Program) else self.parse(source, filename)
+        body = program.body
+        outer = self._final, self._pending          # (a run inside a run keeps its own)
+        self._final = body[-1] if body and isinstance(body[-1], A.ExprStmt) else None
+        self._pending = _NOTHING
+        value = None
+        try:
+            value = super().run(program, filename, variables)
+        finally:
+            pending = self._pending
+            self._final, self._pending = outer
+            if pending is not _NOTHING and pending is not value:
+                _show(pending)      # (an error after it: it was shown before the error)
+        return value if pending is not _NOTHING or not self.echo else None
 
     def _echo(self, value) -> None:
         if not self.echo:
