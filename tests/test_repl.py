@@ -458,6 +458,18 @@ def test_reset():
     assert r.session["pi"] > 3
 
 
+def test_reset_keeps_the_scheduler_choice_and_closes_the_old_one():
+    out = io.StringIO()
+    closed = []
+    session = autodsl.Session(out=out, scheduler="threads", workers=3)
+    session.scheduler.close = lambda: closed.append(True)
+    r = Repl(session, out=out)
+    r.handle(":reset")
+    assert closed == [True]                     # a LocalCluster the old session started goes with it
+    assert r.session is not session
+    assert (r.session.scheduler.spec, r.session.scheduler.n_workers) == ("threads", 3)
+
+
 def test_device_and_dtype():
     r, text = run_lines(":device", ":device cpu", ":dtype", ":dtype float32", "tensor(1.0).dtype",
                         ":dtype int64", ":dtype float64", "tensor(1.0).dtype")

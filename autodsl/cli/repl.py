@@ -484,8 +484,11 @@ class Repl:
             self.write(self.stepper.abort())          # the variables it would write to are forgotten
         self.stepper = None
         s = self.session
+        # the old session's cluster goes with it; the new one starts its own on first compute
+        sched = s.scheduler
+        s.close()
         self.session = type(s)(device=s.device, dtype=s.dtype, trace=s.trace, echo=s.echo, out=s.out,
-                               anomaly=s.anomaly)
+                               anomaly=s.anomaly, scheduler=sched.spec, workers=sched.n_workers)
         self.accepted = [line for line in self._settings_script()]
         self.write("session reset")
 
