@@ -125,7 +125,7 @@ def main(argv=None) -> int:
 
     n, bytes_xy = args.n, 2 * 8 * args.n
     cluster = distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                                       memory_limit="auto", dashboard_address=None)
+                                       memory_limit="auto", dashboard_address=":0")
     client = distributed.Client(cluster)       # the default client: autodsl uses it as it is
     try:
         # warm-up: the workers import NumPy and autodsl's functions once, outside the timings

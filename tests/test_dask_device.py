@@ -272,7 +272,7 @@ def test_a_local_cluster_starts_on_first_compute_and_closes_with_the_session(mon
 
 def test_an_address_is_passed_to_client():
     with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=1,
-                                  dashboard_address=None) as cluster:
+                                  dashboard_address=":0") as cluster:
         s = ad.Session(device="dask", scheduler=cluster.scheduler_address)
         s.run("v = arange(4, chunks=2).sum().item()")
         assert s["v"] == 6

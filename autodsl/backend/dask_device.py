@@ -344,7 +344,7 @@ class Scheduler:
             return existing
         cluster = distributed.LocalCluster(
             n_workers=self.n_workers or 2, threads_per_worker=1, processes=True,
-            memory_limit=self.memory_limit, dashboard_address=None)
+            memory_limit=self.memory_limit, dashboard_address=":0")   # a free port: never fails on a taken 8787
         self._own(cluster)
         client = distributed.Client(cluster, set_as_default=False)
         self._own(client)
