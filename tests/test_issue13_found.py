@@ -326,3 +326,16 @@ def test_notebook_session_run_from_python_shows_its_result_once(ipshell):
     with capture_output() as cap:       # the cell magic still returns its last value as Out[]
         res = ipshell.run_cell("%%autodsl pyrun\nw * 5")
     assert res.result.item() == 10.0 and not cap.outputs
+
+
+def test_inspection_on_an_argument_falls_back_to_the_call_it_is_in():
+    # Shift-Tab with the cursor on `requires_grad` in tensor(2.0, requires_grad=true), or on a
+    # variable the session does not know yet, found nothing; IPython shows the call's doc there
+    runner, _ = _runner()
+    code = "w = tensor(2.0, requires_grad=true)"
+    for pos in (code.index("requires_grad") + 3, code.index("true") + 2, code.index("2.0") + 1):
+        reply = runner.inspect(code, pos)
+        assert reply["found"] and reply["data"]["text/plain"].startswith("tensor("), pos
+    reply = runner.inspect("y = sum(not_yet_defined, dim=0)", 10)
+    assert reply["found"] and reply["data"]["text/plain"].startswith("sum(")
+    assert not runner.inspect("not_yet_defined + 1", 3)["found"]            # no call around it: nothing

@@ -262,7 +262,13 @@ class CellRunner:
     def inspect(self, code: str, cursor_pos: int, detail_level: int = 0) -> dict:
         """``inspect_reply``: the ``:help`` text of the built-in, method, keyword or command at
         the cursor (or of the call the cursor is in), or what a variable holds."""
-        text = self.help_text(*_name_at(code, max(0, min(len(code), cursor_pos))))
+        pos = max(0, min(len(code), cursor_pos))
+        name, method = _name_at(code, pos)
+        # on a literal (true, none) or a name without help, inside a call: the call's doc
+        text = None if name in ("true", "false", "none") else self.help_text(name, method)
+        if text is None:
+            callee, obj, _ = call_context(code[:pos])
+            text = self.help_text(callee, obj is not None) if callee else self.help_text(name, method)
         if text is None:
             return {"status": "ok", "found": False, "data": {}, "metadata": {}}
         return {"status": "ok", "found": True, "data": {"text/plain": text}, "metadata": {}}
