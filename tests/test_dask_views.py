@@ -79,3 +79,16 @@ def test_view_on_dask_is_a_view_by_what_it_is():
     c = m[[0, 1]]
     c += 100
     np.testing.assert_array_equal(m.numpy(), [[9.0, 2.0], [3.0, 4.0]])
+
+
+@pytest.mark.parametrize("dev", ["cpu", "dask"])
+def test_an_undone_write_through_a_view_takes_the_base_and_views_back(dev):
+    from autodsl.core.journal import transaction
+    m = ad.tensor([[1.0, 2.0], [3.0, 4.0]], device=dev)
+    row, col = m[1], m[:, 0]
+    with pytest.raises(KeyboardInterrupt), transaction():
+        row += 10
+        raise KeyboardInterrupt
+    np.testing.assert_array_equal(m.numpy(), [[1.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_array_equal(row.numpy(), [3.0, 4.0])
+    np.testing.assert_array_equal(col.numpy(), [1.0, 3.0])

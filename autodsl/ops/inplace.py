@@ -235,6 +235,7 @@ def _rebind_views(target: Tensor) -> None:
                 inner = _put_back(cls, params, outer[i], inner,
                                   target.shape if i == len(steps) - 1 else outer[i + 1].shape)
             if inner._data is not base._data:
+                record_values(base)     # an undone write takes the base's values back too
                 backend.rebind(base._data, inner._data)
         else:
             base = target
@@ -245,4 +246,5 @@ def _rebind_views(target: Tensor) -> None:
             for cls, params in view._view_chain:
                 y = apply(cls, y, **params)
             if y._data is not view._data:
+                record_values(view)
                 backend.rebind(view._data, y._data)
