@@ -198,6 +198,14 @@ def setitem(arr, key: tuple, value) -> None:
                              f"mask shape {key[0].shape}")
         rebind(arr, da.where(key[0], da.asarray(value, dtype=arr.dtype), arr))    # blockwise
         return
+    if any(k is None for k in key) and not any(_is_index_array(k) for k in key):
+        # dask's own assignment misreads a None in the key; a new dim is of size 1, so the
+        # same write is the key without it and the value without those dims
+        plain = tuple(k for k in key if k is not None)
+        if not scalar:
+            value = da.broadcast_to(value, arr[key].shape).reshape(arr[plain].shape)
+        setitem(arr, plain, value)
+        return
     # dask writes basic keys itself, except through a negative step (it writes the reverse)
     if _native(arr, key) and not any(_is_mask(k) or isinstance(k, slice) and (k.step or 1) < 0
                                      for k in key):
