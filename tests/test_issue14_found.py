@@ -21,3 +21,31 @@ def test_write_through_a_view_with_a_new_dim(dev):
     want[0, 1:3] = [-1.0, -2.0]
     np.testing.assert_array_equal(m.numpy(), want)
     np.testing.assert_array_equal(n.numpy(), want[None, 1:, 2])
+
+
+def _graph_items(arr):
+    return len(arr.__dask_graph__())
+
+
+def test_inplace_updates_in_a_loop_do_not_rebuild_the_graph():
+    # each w -= lr * g on dask went through dask's own item assignment (w[...] = value), which
+    # walks the whole graph built so far: an optimizer's steps took quadratic time (60 Adam steps
+    # of a small MLP: minutes). A write of a whole tensor is its new value, in its old chunks.
+    from dask.array.utils import assert_eq  # noqa: F401  (dask present)
+    w = ad.tensor(np.linspace(-1.0, 1.0, 12).reshape(3, 4).tolist(), device="dask",
+                  requires_grad=True)
+    chunks = w._data.chunks
+    seen = []
+    with ad.no_grad():
+        for _ in range(30):
+            w -= 0.5 * w
+            w += ad.tensor(1.0, device="dask")
+            seen.append(_graph_items(w._data))
+    # the graph grows by a bounded number of items per step, not by the size of what came before
+    growth = np.diff(seen)
+    assert growth.max() <= growth[:3].max()
+    assert w._data.chunks == chunks
+    want = np.linspace(-1.0, 1.0, 12).reshape(3, 4)
+    for _ in range(30):
+        want = want * 0.5 + 1.0
+    np.testing.assert_allclose(w.numpy(), want, rtol=0, atol=1e-15)

@@ -9,7 +9,7 @@ history on use (Note [stale views]).
 """
 from __future__ import annotations
 
-import autodsl.backend as backend
+from autodsl import backend
 from autodsl.backend import namespace_of
 from autodsl.context import current
 from autodsl.core import grad_mode
@@ -206,7 +206,13 @@ def _write(target: Tensor, out: Tensor, what: str) -> None:
     if current().capture is not None:
         current().capture.write(target, src)
     try:
-        target._data[...] = src
+        if backend.is_lazy(target._data):
+            # dask's own item assignment walks the whole graph built so far: an optimizer's
+            # updates in a loop took quadratic time. A whole write is the new value itself.
+            new = src if src.shape == target._data.shape else backend.broadcast_to(src, target.shape)
+            backend.rebind(target._data, backend.grad_copy(new, target._data))
+        else:
+            target._data[...] = src
     except ValueError as e:
         raise AutogradError(f"{what}: this tensor cannot be written into ({e}); "
                             "an expanded tensor shares memory between elements, clone() it first") from None
