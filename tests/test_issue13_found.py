@@ -339,3 +339,13 @@ def test_inspection_on_an_argument_falls_back_to_the_call_it_is_in():
     reply = runner.inspect("y = sum(not_yet_defined, dim=0)", 10)
     assert reply["found"] and reply["data"]["text/plain"].startswith("sum(")
     assert not runner.inspect("not_yet_defined + 1", 3)["found"]            # no call around it: nothing
+
+
+@pytest.mark.parametrize("source, col", [("α = 0.1", 1), ("x = 2 * π", 9), ("lr_α = 1", 4)])
+def test_a_non_ascii_letter_in_a_name_says_names_are_ascii(source, col):
+    # Python takes α as a name; here it was a bare "unexpected character `α`"
+    import autodsl
+
+    with pytest.raises(autodsl.errors.ParseError) as info:
+        autodsl.Session(echo=False).run(source)
+    assert "ASCII" in info.value.message and info.value.column == col

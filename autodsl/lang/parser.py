@@ -617,6 +617,9 @@ def _translate(e: UnexpectedInput, src: A.Source) -> ParseError:
             msg = "unexpected character `!`: use `not` for negation, `!=` for 'not equal'"
         elif ch == "\\":
             msg = "unexpected `\\`: a line continuation must be the last character on its line"
+        elif ch.isidentifier() and not ch.isascii():       # Python's names take it, the language's do not
+            msg = (f"unexpected character `{ch}`: a name is made of ASCII letters, digits and `_` "
+                   f"(alpha, not α); `{ch}` may be in strings and comments")
         elif ch == "?":
             msg = "unexpected character `?`: there is no `name?`; write help(name) (:help name at the prompt)"
         elif not ch.isprintable() or ch.isspace():      # NUL, a zero-width space: name it by its code
