@@ -49,3 +49,22 @@ def test_inplace_updates_in_a_loop_do_not_rebuild_the_graph():
     for _ in range(30):
         want = want * 0.5 + 1.0
     np.testing.assert_allclose(w.numpy(), want, rtol=0, atol=1e-15)
+
+
+def test_a_deferred_check_underlines_the_op_as_the_cpu_does(capsys):
+    # on dask the class-index check of cross_entropy raises at the next read, at the op's
+    # position: its caret was one character where the cpu's underlines the whole call
+    src = ("W = tensor([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]], requires_grad=true)\n"
+           "bad = cross_entropy(tensor([[1.0, 2.0]]) @ W, tensor([3], dtype=int64))\n"
+           "print(bad.item())\n")
+    shown = {}
+    for dev in ("cpu", "dask"):
+        s = ad.Session(device=dev, scheduler="synchronous") if dev == "dask" else ad.Session()
+        with pytest.raises(ad.DSLError) as e:
+            s.run(src)
+        shown[dev] = e.value.render().splitlines()
+        s.close()
+    assert shown["dask"][0].endswith("(found when the values were computed)")
+    assert shown["dask"][0].startswith(shown["cpu"][0].split(": ", 1)[0])
+    assert shown["dask"][1:] == shown["cpu"][1:]
+    assert shown["cpu"][2].strip() == "^" * len("cross_entropy(tensor([[1.0, 2.0]]) @ W, tensor([3], dtype=int64))")

@@ -125,7 +125,13 @@ def _position(pos) -> dict:
         text = source.line_text(line)
     else:
         text = linecache.getline(file, line) if file and line else None
-    return {"file": file, "line": line, "column": column, "source_line": text or None}
+    # a language position knows where its expression ends: the caret run under the whole op,
+    # as the cpu's immediate error shows it
+    end = getattr(pos, "_end", None) if getattr(pos, "_start", None) == column else None
+    if getattr(pos, "_prefix", None) is not None:
+        end = None
+    return {"file": file, "line": line, "column": column, "source_line": text or None,
+            "end_column": end}
 
 
 def flags(ctx=None) -> list:
