@@ -349,3 +349,13 @@ def test_a_non_ascii_letter_in_a_name_says_names_are_ascii(source, col):
     with pytest.raises(autodsl.errors.ParseError) as info:
         autodsl.Session(echo=False).run(source)
     assert "ASCII" in info.value.message and info.value.column == col
+
+
+def test_is_complete_reads_the_code_after_a_command_line():
+    # a cell starting with a `:` line was "complete" whatever followed: jupyter console ran
+    # `:vars` + `x = [1,` at Enter, an error, instead of opening a continuation line
+    runner, _ = _runner()
+    assert runner.is_complete(":vars\nx = [1,")["status"] == "incomplete"
+    assert runner.is_complete(":vars\nx = [1,\n2]") == {"status": "complete"}
+    assert runner.is_complete("x = 1\n:vars") == {"status": "complete"}
+    assert runner.is_complete(":help sum") == {"status": "complete"}

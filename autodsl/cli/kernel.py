@@ -226,10 +226,11 @@ class CellRunner:
 
     def is_complete(self, code: str) -> dict:
         """``is_complete_reply``: "incomplete" (with an indent) while a statement is open."""
-        if not code.strip() or code.lstrip().startswith(":"):
+        pieces = split_cell(code)
+        if not pieces or pieces[-1][0] == "command":
             return {"status": "complete"}
         try:
-            open_ = is_incomplete(code)
+            open_ = is_incomplete(pieces[-1][2])        # the code after the last `:` line
         except Exception:  # noqa: BLE001
             return {"status": "unknown"}
         return {"status": "incomplete", "indent": "    "} if open_ else {"status": "complete"}
