@@ -81,8 +81,7 @@ def test_kernel_shows_a_traced_backward_as_the_trace_table_as_the_extension_does
     assert not [k for k, _ in sent if k == "display_data"]
 
 
-@pytest.mark.parametrize("source", ["x = 1 +", "y = 2 *", "1 + # a comment", "x = -", "for i in", "if x",
-                                    "def f(a) {\n  return a +"])
+@pytest.mark.parametrize("source", ["x = 1 +", "y = 2 *", "1 + # a comment", "x = -", "for i in", "if x"])
 def test_a_statement_that_no_next_line_can_finish_is_not_waited_for(source):
     # a new line ends a statement outside brackets, so after `x = 1 +` and Enter whatever came
     # next was an error ("unexpected end of line"): the REPL (and the kernel's is_complete)
@@ -96,11 +95,23 @@ def test_a_statement_that_no_next_line_can_finish_is_not_waited_for(source):
 
 
 @pytest.mark.parametrize("source", ["x = (1 +", "f(1,", "x = [1, 2,\n", "def f(x) {", "def f(x) {\n  y = x\n",
-                                    "if x {\n  y = 1\n} else {", "x = 1 + \\", "while true {"])
+                                    "if x {\n  y = 1\n} else {", "x = 1 + \\", "while true {",
+                                    "def f(a) {\n  return a +"])
 def test_a_statement_open_in_brackets_a_block_or_after_a_backslash_waits_for_the_next_line(source):
     from autodsl.lang.parser import is_incomplete
 
     assert is_incomplete(source)
+
+
+def test_an_unfinished_line_in_a_block_is_named_when_the_block_closes():
+    # (an error at Enter there would say "missing closing `}`", not what is wrong)
+    from autodsl.errors import ParseError
+    from autodsl.lang.parser import is_incomplete, parse
+
+    assert not is_incomplete("def f(a) {\n  return a +\n}")
+    with pytest.raises(ParseError) as info:
+        parse("def f(a) {\n  return a +\n}")
+    assert (info.value.line, info.value.column) == (2, 13) and "end of line" in info.value.message
 
 
 def test_the_kernel_says_a_cell_with_a_dangling_operator_is_complete():

@@ -709,12 +709,17 @@ def _comparison_before(tokens) -> bool:
 
 def is_incomplete(source: str) -> bool:
     """True when ``source`` ended too early and a next line can go on with it (the REPL should
-    read another line): inside brackets or a block, or after a ``\\``. A statement cut short
-    where a new line cannot go (``x = 1 +``: a new line ends it there) is not waited for:
-    no next line could finish it, so it is an error now."""
+    read another line): inside brackets or a block, or after a ``\\``. A top-level statement
+    cut short where a new line cannot go (``x = 1 +``: a new line ends it there) is not waited
+    for: no next line could finish it, so it is an error now. Inside a ``{ }`` block the input
+    stays open until the block is closed, whose parse then names the unfinished line (an
+    error at once would read "missing closing `}`")."""
     if source.rstrip(" \t").endswith("\\"):
         return True
-    return _ends_early(source) and _ends_early(source + "\n")
+    if not _ends_early(source):
+        return False
+    return _ends_early(source + "\n") or any(t.type == "LBRACE" for t in _open_brackets(
+        _tokens_until(source, 10 ** 9, 0)))
 
 
 def _ends_early(source: str) -> bool:
