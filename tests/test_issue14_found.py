@@ -68,3 +68,38 @@ def test_a_deferred_check_underlines_the_op_as_the_cpu_does(capsys):
     assert shown["dask"][0].startswith(shown["cpu"][0].split(": ", 1)[0])
     assert shown["dask"][1:] == shown["cpu"][1:]
     assert shown["cpu"][2].strip() == "^" * len("cross_entropy(tensor([[1.0, 2.0]]) @ W, tensor([3], dtype=int64))")
+
+
+def test_load_takes_device_as_the_creation_functions_do(tmp_path):
+    # from Python, load() had no device=: a .npy or zarr file could not be read lazily on dask
+    # without a session (load(f, device="dask") was Python's "unexpected keyword argument")
+    f = tmp_path / "x.npy"
+    np.save(f, np.arange(1000.0))
+    x = ad.load(str(f), device="dask", chunks=100)
+    assert x.device == "dask" and x._data.chunks == ((100,) * 10,)
+    assert (x * 2).sum().item() == 999000.0
+    c = tmp_path / "x.csv"
+    c.write_text("1,2\n3,4\n")
+    assert ad.load(str(c), device="dask").device == "dask"
+    assert ad.load(str(f)).device == "cpu"
+    with pytest.raises(ad.DeviceError):
+        ad.load(str(f), device="tpu")
+
+
+def test_a_failing_task_says_what_failed_in_words(tmp_path):
+    # a lazy load's file removed before the values are read: the task's FileNotFoundError came
+    # out as "internal error (FileNotFoundError)", Python's text
+    f = tmp_path / "y.npy"
+    np.save(f, np.arange(10.0))
+    s = ad.Session(device="dask", scheduler="synchronous")
+    s.run(f'y = load("{f}")')
+    f.unlink()
+    with pytest.raises(ad.RuntimeError_) as e:
+        s.run("print(y.sum().item())")
+    text = str(e.value)
+    assert "internal error" not in text and "Errno" not in text
+    assert "y.npy" in text and "when its values were computed" in text
+    np.save(f, np.arange(10.0))
+    s.run("t = y.sum().item()")     # the session goes on, and reads the file put back
+    assert s.run("t") == 45.0
+    s.close()

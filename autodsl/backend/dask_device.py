@@ -28,7 +28,7 @@ import numpy as np
 
 from autodsl.backend.ieee_tasks import compute_quietly, worker_plugin
 from autodsl.context import current
-from autodsl.errors import DeviceError, ValueError_
+from autodsl.errors import DeviceError, DSLError, RuntimeError_, ValueError_
 
 __all__ = [
     "LAZY_RANDOM",
@@ -217,7 +217,7 @@ def compute_arrays(arrays: list) -> list:
         client = sched.client() if sched is not None else (_default_client() or _client_of(todo))
         kw = {"scheduler": client} if client is not None else (
             {"scheduler": sched.name} if sched is not None and sched.name else {})
-        values = compute_quietly(dask.compute, *todo, **kw)      # IEEE results inside the tasks
+        values = _in_words(compute_quietly, dask.compute, *todo, **kw)   # IEEE results in the tasks
         for a, v in zip(todo, values):
             _keep(a, np.asarray(v))
     return [_cached(a) for a in arrays]
@@ -235,10 +235,33 @@ def persist_arrays(arrays: list) -> list:
         from distributed import wait
         with client.as_current():
             out = client.persist(list(arrays))
-            wait(out)
+            _in_words(wait, out)
         return list(out)
     kw = {"scheduler": sched.name} if sched is not None and sched.name else {}
-    return list(compute_quietly(dask.persist, *arrays, **kw))
+    return list(_in_words(compute_quietly, dask.persist, *arrays, **kw))
+
+
+def _in_words(run, *args, **kwargs):
+    """``run(*args, **kwargs)``, a task's exception (a file read lazily, gone; a worker killed)
+    as a RuntimeError_ in the language's words instead of dask's or NumPy's."""
+    try:
+        return run(*args, **kwargs)
+    except DSLError:
+        raise
+    except OSError as e:
+        what = f"{e.strerror or e}" + (f": '{e.filename}'" if e.filename else "")
+        raise RuntimeError_(f"a file could not be read when its values were computed ({what}); "
+                            "keep a file given to load() in place until its tensors are computed "
+                            "(compute() reads them)") from None
+    except MemoryError:
+        raise RuntimeError_("computing the values ran out of memory; use smaller chunks= "
+                            "or more workers") from None
+    except Exception as e:  # noqa: BLE001  (a task's own error: said in words, not dask's traceback)
+        name = type(e).__name__
+        if name == "KilledWorker":
+            raise RuntimeError_("a dask worker died while computing the values (most often its "
+                                "memory limit: use smaller chunks= or more workers)") from None
+        raise RuntimeError_(f"a task failed when the values were computed ({name}: {e})") from None
 
 
 def _scheduler():

@@ -215,7 +215,7 @@ class Checkpoint(tuple):
 
 # ---- load ----------------------------------------------------------------------
 
-def load(path, dtype=None, columns=None, header=None, chunks=None):
+def load(path, dtype=None, columns=None, header=None, chunks=None, device=None):
     """Read a data file into a tensor (or a checkpoint of named tensors); the format is the
     extension (.csv, .npy, .npz, .json).
 
@@ -237,6 +237,8 @@ def load(path, dtype=None, columns=None, header=None, chunks=None):
     On the "dask" device (the default device, set by ``--device dask``), ``.npy`` and ``.zarr``
     are read lazily: memory-mapped or chunk by chunk, only when a computation needs the values,
     in ``chunks`` (dask's meaning; "auto" for .npy, zarr's own for .zarr, when not given).
+    ``device`` puts the tensors there instead of the default device (``load(f, device="dask")``
+    from Python, as the creation functions take it).
 
     ``dtype`` converts every tensor read. A relative path starts at the script's directory
     (the current directory, or the session's ``base_dir``, for the REPL and ``-c``).
@@ -250,6 +252,9 @@ def load(path, dtype=None, columns=None, header=None, chunks=None):
 
     Example: ``x = load("iris.csv", columns=[0, 1, 2, 3])``
     """
+    if device is not None:
+        with backend.defaults(device=device):
+            return load(path, dtype, columns, header, chunks)
     fname = resolve_path(path, "load")
     dt = _as_dtype(dtype)
     if _is_zarr(fname):
