@@ -370,3 +370,27 @@ def test_is_complete_reads_the_code_after_a_command_line():
     assert runner.is_complete(":vars\nx = [1,\n2]") == {"status": "complete"}
     assert runner.is_complete("x = 1\n:vars") == {"status": "complete"}
     assert runner.is_complete(":help sum") == {"status": "complete"}
+
+
+def test_reset_keeps_the_sessions_limits_files_permission_and_scheduler(tmp_path):
+    # :reset made a Session of the device, dtype and trace only: a session without file
+    # access (files=False) could read and write files again, and its time, step and memory
+    # limits, base folder and dask scheduler were gone
+    import io
+
+    from autodsl.cli.repl import Repl
+    from autodsl.session import Session
+
+    s = Session(time_limit=5, step_limit=1000, memory_limit="1GB", files=False, base_dir=str(tmp_path),
+                source_limit=5000, scheduler="synchronous")
+    repl = Repl(s, out=io.StringIO())
+    repl.command(":reset")
+    n = repl.session
+    assert n is not s
+    assert (n.time_limit, n.step_limit, n.memory_limit) == (5.0, 1000, 10 ** 9)
+    assert (n.files, n.base_dir, n.source_limit) == (False, str(tmp_path), 5000)
+    assert n.scheduler.spec == "synchronous"
+    with pytest.raises(Exception) as info:
+        n.run('save(tensor([1.0]), "x.npy")')
+    assert "file" in str(info.value)
+    assert not (tmp_path / "x.npy").exists()

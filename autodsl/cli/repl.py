@@ -479,7 +479,7 @@ class Repl:
         self.write(f"saved {n} input{'s' if n != 1 else ''} to {arg}")
 
     def cmd_reset(self, arg: str) -> None:
-        """:reset  forget every variable (device, dtype and trace settings stay)"""
+        """:reset  forget every variable (device, dtype, trace settings and limits stay)"""
         if self.stepper is not None and not self.stepper.done:
             self.write(self.stepper.abort())          # the variables it would write to are forgotten
         self.stepper = None
@@ -487,8 +487,13 @@ class Repl:
         # the old session's cluster goes with it; the new one starts its own on first compute
         sched = s.scheduler
         s.close()
+        # the limits and the files permission stay too (a session without file access must not
+        # get it back by :reset); only the variables go
         self.session = type(s)(device=s.device, dtype=s.dtype, trace=s.trace, echo=s.echo, out=s.out,
-                               anomaly=s.anomaly, scheduler=sched.spec, workers=sched.n_workers)
+                               anomaly=s.anomaly, scheduler=sched.spec, workers=sched.n_workers,
+                               files=s.files, base_dir=s.base_dir, time_limit=s.time_limit,
+                               memory_limit=s.memory_limit, step_limit=s.step_limit,
+                               source_limit=s.source_limit)
         self.accepted = [line for line in self._settings_script()]
         self.write("session reset")
 
