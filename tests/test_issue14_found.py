@@ -103,3 +103,19 @@ def test_a_failing_task_says_what_failed_in_words(tmp_path):
     s.run("t = y.sum().item()")     # the session goes on, and reads the file put back
     assert s.run("t") == 45.0
     s.close()
+
+
+def test_tensor_of_a_masked_dask_array_knows_its_shape():
+    # tensor() of a dask array of unknown (nan) size: len, numel and printing raised Python's
+    # "cannot convert float NaN to integer", backward and reshape refused "(nan,)"
+    da = pytest.importorskip("dask.array")
+    a = da.arange(10.0, chunks=3)
+    t = ad.tensor(a[a > 4], requires_grad=True)
+    assert t.shape == (5,) and t.numel() == 5 and len(t) == 5
+    (t * t).sum().backward()
+    np.testing.assert_array_equal(t.grad.numpy(), 2 * np.arange(5.0, 10.0))
+    assert t.reshape(-1, 1).shape == (5, 1)
+    assert (t + ad.tensor([1.0] * 5, device="dask")).tolist() == [6.0, 7.0, 8.0, 9.0, 10.0]
+    m = da.arange(12.0, chunks=5).reshape(3, 4)
+    u = ad.tensor(m[m[:, 0] > 2])
+    assert u.shape == (2, 4) and u.sum().item() == float(np.arange(4.0, 12.0).sum())

@@ -65,6 +65,10 @@ HOST_INT = (int, np.integer)
 HOST_FLOAT = (float, np.floating)
 SCALAR_TYPES = np.generic          # NumPy scalars: Tensor turns them back into 0-d arrays
 scalar_array = np.asarray
+# A NumPy array's type: an op's hot path tests ``type(a) is HOST_ARRAY`` (on the host, with a
+# NumPy dtype) before it calls on_host or kind_of, which every other array needs.
+HOST_ARRAY = np.ndarray
+__all__ += ["HOST_ARRAY"]
 
 
 def is_host_array(v) -> bool:
@@ -496,6 +500,7 @@ def asarray(data, dtype: DType | None, device: str, copy: bool | None = None, ch
     if device == "dask":
         if dask_device.is_dask(data):       # (immutable: a copy would be the same graph)
             arr = data if nd is None or data.dtype == nd else mod.astype(data, nd)
+            arr = dask_device.known_chunks(arr)     # (a masked dask array's sizes are nan)
             return arr if chunks is None else arr.rechunk(chunks)
         if isinstance(data, np.memmap):     # read lazily, a chunk at a time (converted there too)
             arr = dask_device.from_host(data, chunks)

@@ -223,6 +223,23 @@ def compute_arrays(arrays: list) -> list:
     return [_cached(a) for a in arrays]
 
 
+def known_chunks(arr):
+    """``arr`` with every chunk's size known: a boolean mask gives dask a nan size, which a
+    tensor never has (shapes, numel, the backward's broadcasts read it). The sizes alone are
+    computed, on the run's scheduler (dask's own ``compute_chunk_sizes`` uses the default one)."""
+    if not any(c != c for dim in arr.chunks for c in dim):
+        return arr
+    da = _da()
+    nd = arr.ndim
+    sizes = arr.map_blocks(lambda b: np.array(b.shape, dtype=np.int64).reshape((1,) * nd + (nd,)),
+                           dtype=np.int64, chunks=tuple((1,) * len(c) for c in arr.chunks) + ((nd,),),
+                           new_axis=nd, meta=np.empty((0,) * (nd + 1), dtype=np.int64))
+    host = compute_arrays([sizes])[0]
+    chunks = tuple(tuple(int(v) for v in host[(0,) * i + (slice(None),) + (0,) * (nd - 1 - i) + (i,)])
+                   for i in range(nd))
+    return da.Array(arr.dask, arr.name, chunks, meta=arr._meta)
+
+
 def persist_arrays(arrays: list) -> list:
     """The arrays computed and kept where the scheduler keeps results (a cluster's workers'
     memory, or this process's for the local schedulers), as new dask arrays of the same values."""
