@@ -394,3 +394,23 @@ def test_reset_keeps_the_sessions_limits_files_permission_and_scheduler(tmp_path
         n.run('save(tensor([1.0]), "x.npy")')
     assert "file" in str(info.value)
     assert not (tmp_path / "x.npy").exists()
+
+
+def test_load_and_save_commands_respect_a_session_without_file_access(tmp_path):
+    # Session(files=False) refuses load(), save(), include() and dot() files, but the REPL's
+    # (and the kernel's) :load read any file, showing its first line in the syntax error,
+    # and :save wrote one
+    import io
+
+    from autodsl.cli.repl import Repl
+    from autodsl.session import Session
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("password: hunter2\n", encoding="utf-8")
+    out = io.StringIO()
+    repl = Repl(Session(files=False), out=out)
+    repl.command(f":load {secret}")
+    repl.command(f":save {tmp_path / 'saved.ad'}")
+    text = out.getvalue()
+    assert "hunter2" not in text and text.count("may not read or write files") == 2
+    assert not (tmp_path / "saved.ad").exists()

@@ -451,6 +451,9 @@ class Repl:
         if not arg:
             self.write("usage: " + self.usage(":load"))
             return
+        if not self.session.files:
+            self.write(f":load: {NO_FILES}")
+            return
         path = os.path.expanduser(arg)
         try:
             with open(path, encoding="utf-8") as f:
@@ -466,6 +469,9 @@ class Repl:
         """:save file.ad  write this session's inputs (those that ran without error) as a script"""
         if not arg:
             self.write("usage: " + self.usage(":save"))
+            return
+        if not self.session.files:
+            self.write(f":save: {NO_FILES}")
             return
         body = "\n".join(self.accepted)
         text = "# autodsl session, saved by :save\n" + (body + "\n" if body else "")
@@ -547,6 +553,8 @@ class Repl:
 
 # ---- small helpers ---------------------------------------------------------------------
 _MIN_PREFIX = {":reset": 4}
+# (as the built-ins load, save, include and dot refuse files in such a session: tools/io.py)
+NO_FILES = "this session may not read or write files (Session(files=False))"
 
 
 def _b(v: bool) -> str:
