@@ -140,11 +140,10 @@ def test_the_caret_lines_up_under_wide_characters_as_a_terminal_shows_them():
 
 @pytest.fixture(scope="module")
 def ipshell():
-    IPython = pytest.importorskip("IPython", reason="IPython is not installed (pip install ipython)")
+    pytest.importorskip("IPython", reason="IPython is not installed (pip install ipython)")
     import builtins
     import sys
 
-    del IPython
     from IPython.core.interactiveshell import InteractiveShell
 
     # (an IPython shell takes over __main__ and adds builtins: both given back afterwards)
