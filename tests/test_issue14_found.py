@@ -119,3 +119,20 @@ def test_tensor_of_a_masked_dask_array_knows_its_shape():
     m = da.arange(12.0, chunks=5).reshape(3, 4)
     u = ad.tensor(m[m[:, 0] > 2])
     assert u.shape == (2, 4) and u.sum().item() == float(np.arange(4.0, 12.0).sum())
+
+
+def test_a_mask_of_persisted_values_on_the_sessions_cluster(monkeypatch):
+    # x[x > 0.5] counted the mask with dask's default scheduler (compute_chunk_sizes), not the
+    # session's cluster, where persist() had put x: "Missing dependency ..." as a ShapeError
+    distributed = pytest.importorskip("distributed")
+    real = distributed.LocalCluster
+    monkeypatch.setattr(distributed, "LocalCluster", lambda **kw: real(**{**kw, "processes": False}))
+    src = ("x = arange(20.0, chunks=5) / 20\nkept = persist(x)\ny = x[x > 0.5]\nn = y.shape[0]\n"
+           "t = y.sum().item()\nz = x * 1.0\nz[x > 0.9] = 0.0\nu = z.sum().item()\n"
+           "i = x.reshape(4, 5)[x.reshape(4, 5)[:, 0] > 0.3]\nr = i.shape[0]\n")
+    with ad.Session(device="dask", workers=1) as s:
+        s.run(src)
+        got = [s["n"], s["t"], s["u"], s["r"]]
+    x = np.arange(20.0) / 20
+    assert got == [9, pytest.approx(x[x > 0.5].sum(), abs=1e-12),
+                   pytest.approx(np.where(x > 0.9, 0, x).sum(), abs=1e-12), 2]

@@ -33,6 +33,8 @@ from functools import partial
 
 import numpy as np
 
+from autodsl.backend import dask_device
+
 __all__ = ["getitem", "rebind", "scatter_add", "setitem"]
 
 
@@ -66,7 +68,10 @@ def _positions(mask):
         return list(np.nonzero(mask))
     da = _da()
     idx = da.nonzero(mask)
-    return [i.compute_chunk_sizes() for i in idx]
+    # the sizes on the run's scheduler (dask's compute_chunk_sizes uses the default one, which
+    # has no results persisted on a session's cluster), once: the arrays are columns of one
+    first = dask_device.known_chunks(idx[0])
+    return [first] + [da.Array(i.dask, i.name, first.chunks, meta=i._meta) for i in idx[1:]]
 
 
 def _expand(ndim: int, key: tuple) -> tuple:
@@ -134,7 +139,7 @@ def getitem(arr, key: tuple):
             if tuple(k.shape) != tuple(arr.shape):
                 raise IndexError(f"boolean index did not match indexed array: array shape {arr.shape}, "
                                  f"mask shape {k.shape}")
-            return arr[k].compute_chunk_sizes()       # blockwise; only the count is computed
+            return dask_device.known_chunks(arr[k])   # blockwise; only the count is computed
     key = _expand(arr.ndim, key)
     if any(k is None for k in key):       # a new dim of size 1 is a slice over it
         shape, it = [], iter(arr.shape)
