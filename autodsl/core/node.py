@@ -205,6 +205,12 @@ class Node:
         saved = self._saved
         if saved is None:
             return ()
+        if len(saved) == 1:     # (the usual counts spelled out: this runs for every node of a backward)
+            s = saved[0]
+            return (None if s is None else s.unpack_array(self, 0),)
+        if len(saved) == 2:
+            s, t = saved
+            return (None if s is None else s.unpack_array(self, 0), None if t is None else t.unpack_array(self, 1))
         return tuple(None if s is None else s.unpack_array(self, i) for i, s in enumerate(saved))
 
     def release(self) -> None:
@@ -224,11 +230,16 @@ class Node:
             raise AutogradError(f"internal error: {self.name} returned {len(outs)} gradients for {len(edges)} inputs")
         fixed = None
         dts = self.input_dtypes                # None: every input has the output's dtype
+        shapes = self.input_shapes
+        gdt = g._data.dtype
         for i, og in enumerate(outs):
             if og is None or edges[i] is None:
                 continue
-            shape = self.input_shapes[i]
-            if og._data.shape != shape:
+            shape = shapes[i]
+            d = og._data
+            if d.shape == shape and d.dtype == (gdt if dts is None else dts[i]):
+                continue            # (the usual gradient: nothing to reduce or cast)
+            if d.shape != shape:
                 try:
                     og = og.sum_to_size(shape)
                 except Exception as e:  # noqa: BLE001
@@ -237,7 +248,7 @@ class Node:
                         f"which has shape {shape}, and it cannot be reduced to it") from e
                 fixed = fixed or list(outs)
                 fixed[i] = og
-            dt = g._data.dtype if dts is None else dts[i]     # the input's array dtype
+            dt = gdt if dts is None else dts[i]     # the input's array dtype
             if og._data.dtype != dt and kind_of(dt) == "f":
                 fixed = fixed or list(outs)
                 fixed[i] = og.to(dtype=dt)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import autodsl.backend as backend
 from autodsl.backend import namespace_of
 
+_ndarray = backend.HOST_ARRAY
+
 __all__ = ["ARRAYS", "TENSORS", "define", "forward_of"]
 
 
@@ -35,8 +37,11 @@ class _Arrays:
         """``where(x <= 0, +0, g)``: relu's gradient. torch: relu'(0) = 0, and a nan x passes g."""
         # a Python branch on the host: NumPy's 0-d select and compare cost 10x more (off the host
         # it would be a host sync)
-        if x.ndim == 0 and g.ndim == 0 and backend.on_host(x):
-            return backend.copy(backend.zero_of(g) if float(x) <= 0 else g)   # a fresh array either way
+        if x.ndim == 0 and g.ndim == 0:
+            if type(x) is _ndarray and type(g) is _ndarray:     # (NumPy's: without the calls)
+                return (backend.zero_of(g) if float(x) <= 0 else g).copy()   # a fresh array either way
+            if backend.on_host(x):
+                return backend.copy(backend.zero_of(g) if float(x) <= 0 else g)
         return backend.where(x <= 0, backend.zero_of(g), g)
 
 

@@ -10,9 +10,11 @@ from math import copysign
 
 import autodsl.backend as backend
 from autodsl.backend import kind_of, namespace_of
-from autodsl.core.tensor import Tensor, as_tensor
+from autodsl.core.tensor import Tensor, as_tensor, new_tensor
 
 __all__ = ["promoted", "fast_pair", "to_tensors", "result_dtype", "constant_value"]
+
+_ndarray = backend.HOST_ARRAY
 
 
 # Note [type promotion]
@@ -95,7 +97,7 @@ def _constant(value, like, device: str) -> Tensor:
             if t is not None:
                 return t
         arr = namespace_of(like).asarray(value, dtype=like.dtype)
-        t = Tensor(arr, _device=device)
+        t = new_tensor(arr, device)     # (W3's x * c makes one per distinct c: the short way)
         if len(_CONSTANTS) >= 1024:
             _CONSTANTS.clear()
             _VALUES.clear()
@@ -198,6 +200,7 @@ def fast_pair(cls, a, b):
             if arr.dtype == b._data.dtype and b.device == a.device and (
                     not cls.floating or kind_of(arr.dtype) == "f"):
                 return [a, b]
-        elif type(b) is float and kind_of(arr.dtype) == "f":
+        # (a NumPy dtype's kind is an attribute: kind_of's call only for other arrays)
+        elif type(b) is float and (arr.dtype.kind == "f" if type(arr) is _ndarray else kind_of(arr.dtype) == "f"):
             return [a, _constant(b, arr, a.device)]
     return None

@@ -36,6 +36,7 @@ from autodsl.ops.op_limits import check_op
 from autodsl.core.limits import memory_error
 
 _gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
+_ndarray = backend.HOST_ARRAY   # (a NumPy array is on the host: the test without a call, for every op)
 
 __all__ = ["Op", "defop", "apply", "REGISTRY", "OpInfo", "to_op", "install"]
 
@@ -155,10 +156,14 @@ class Op(Node):
         if ctx.capture is not None:
             return _captured_formula(self, ctx.capture, g, outs)
         # g passed through unchanged (add's, sub's first) stays the same Tensor
-        if len(outs) == 2:
+        n = len(outs)
+        if n == 2:
             a, b = outs
             return (g if a is data else None if a is None else new_tensor(a, device),
                     g if b is data else None if b is None else new_tensor(b, device))
+        if n == 1:      # (a one-input op: no generator to make)
+            a = outs[0]
+            return (g if a is data else None if a is None else new_tensor(a, device),)
         return tuple(g if o is data else None if o is None else new_tensor(o, device) for o in outs)
 
 
@@ -190,8 +195,9 @@ def apply(cls, *inputs, **params) -> Tensor:
         tensors = None
         if cls.promote is True and len(inputs) == 2:
             tensors = fast_pair(cls, inputs[0], inputs[1])
-        elif len(inputs) == 1 and type(inputs[0]) is Tensor and (
-                not cls.floating or kind_of(inputs[0]._data.dtype) == "f"):
+        elif len(inputs) == 1 and type(inputs[0]) is Tensor and (not cls.floating or (
+                inputs[0]._data.dtype.kind == "f" if type(inputs[0]._data) is _ndarray
+                else kind_of(inputs[0]._data.dtype) == "f")):
             tensors = inputs        # one tensor: nothing to promote unless the op needs a float
         if tensors is None:
             try:
@@ -248,7 +254,8 @@ def apply(cls, *inputs, **params) -> Tensor:
                 out_arr = _pointwise(node, arrays, params, ctx)
             # inside a Session run or a backward: IEEE results already set; off the host (CuPy never
             # warns, dask computes later: backend/ieee_tasks.py) there is no NumPy state to set
-            elif ctx.ieee_depth or (arrays and not backend.on_host(arrays[0])):
+            elif ctx.ieee_depth or (arrays and type(arrays[0]) is not _ndarray
+                                    and not backend.on_host(arrays[0])):
                 out_arr = node.forward(*arrays, **params)
             else:
                 token = backend.fp_errors_off()
