@@ -136,3 +136,17 @@ def test_a_mask_of_persisted_values_on_the_sessions_cluster(monkeypatch):
     x = np.arange(20.0) / 20
     assert got == [9, pytest.approx(x[x > 0.5].sum(), abs=1e-12),
                    pytest.approx(np.where(x > 0.9, 0, x).sum(), abs=1e-12), 2]
+
+
+def test_tensor_of_a_dask_tensor_stays_on_dask_and_is_a_copy():
+    # tensor(t) is on t's device when no device is given (torch.tensor's rule): tensor() of a
+    # dask tensor computed it whole into a cpu tensor
+    t = ad.ones(6, device="dask", chunks=2)
+    c = ad.tensor(t)
+    assert c.device == "dask" and c._data.chunks == ((2, 2, 2),)
+    c[0] = 5.0                               # a copy: the write does not reach t
+    assert t.tolist() == [1.0] * 6 and c.tolist() == [5.0] + [1.0] * 5
+    assert ad.tensor(t, device="cpu").device == "cpu"
+    assert ad.tensor(ad.tensor([1.0])).device == "cpu"
+    w = ad.tensor(t, dtype=ad.float32, requires_grad=True)
+    assert w.device == "dask" and w.dtype is ad.float32 and w.is_leaf

@@ -108,12 +108,17 @@ def tensor(data, requires_grad=False, dtype=None, device=None, chunks=None):
         if device == "dask":
             dt = None if dtype is None else backend.as_dtype(dtype)
             return _finish(backend.asarray(data, dt, device, chunks=chunks), device, requires_grad)
+    if device is None and isinstance(data, Tensor):
+        device = data.device            # torch.tensor(t) is on t's device when none is given
     device = backend.check_device(device)
     warn_if_graph_cut(data)
     if isinstance(data, Tensor):
         if current().capture is not None:
             current().capture.fail("it makes a tensor from another tensor's values with tensor()")
         data = data._data
+        if device == "dask" and dask_device.is_dask(data):     # lazy still, an array object of its own
+            dt = None if dtype is None else backend.as_dtype(dtype)
+            return _finish(backend.asarray(data, dt, device, chunks=chunks).copy(), device, requires_grad)
     if hasattr(data, "dtype") and hasattr(data, "shape"):     # a NumPy/CuPy array keeps its dtype
         # (a memory map stays one on dask, which reads it a chunk at a time)
         host = data if device == "dask" and dask_device.is_memmap(data) else backend.to_host(data)
