@@ -32,6 +32,7 @@ unknown dtype name, ValueError_ for an unknown namespace name.
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 import os
 
@@ -904,6 +905,12 @@ def fp_errors_restore(token) -> None:
         _np_errstate_var.reset(token)
     else:
         token.__exit__(None, None, None)
+
+
+if _np_errstate_var is not None:
+    # the same two as C calls, without a Python frame each: every op of the Python API makes both
+    fp_errors_off = functools.partial(_np_errstate_var.set, _IGNORE_ALL)
+    fp_errors_restore = _np_errstate_var.reset
 
 
 # -- random numbers -------------------------------------------------------------------------------
