@@ -150,3 +150,34 @@ def test_tensor_of_a_dask_tensor_stays_on_dask_and_is_a_copy():
     assert ad.tensor(ad.tensor([1.0])).device == "cpu"
     w = ad.tensor(t, dtype=ad.float32, requires_grad=True)
     assert w.device == "dask" and w.dtype is ad.float32 and w.is_leaf
+
+
+def _shared_writes(dev):
+    W = ad.tensor([[1.0, 2.0], [3.0, 4.0]], device=dev, requires_grad=True)
+    r, dv = W[0], W.data[1]            # a view of W, a view of its .data
+    opt = ad.sgd([W], lr=0.5)
+    (W * W).sum().backward()
+    opt.step()                         # W written in place: dv sees it
+    seen = [W.tolist(), r.tolist(), dv.tolist()]
+    W.data[0, 0] = 100.0               # through .data: r sees it
+    seen += [W.tolist(), r.tolist()]
+    d = W.detach()
+    d[1] = -7.0                        # through detach(): dv sees it
+    seen += [W.tolist(), dv.tolist()]
+    e = W.detach()
+    ad.compute(W)                      # W gets its values: e still shares them
+    with ad.no_grad():
+        W += 1.0
+    seen += [W.tolist(), e.tolist(), r.tolist()]
+    ad.persist(W)
+    W.data[1, 1] = 9.0
+    seen += [W.tolist(), e.tolist(), dv.tolist()]
+    return seen
+
+
+def test_writes_reach_the_views_of_every_tensor_sharing_the_array():
+    # on dask a write rebinds the written tensor's array and the views of that tensor only: a
+    # view of w.data missed an optimizer's step, a view of w missed a write through w.data or
+    # detach(), and compute()/persist() gave w a new array, so a detach() taken before missed
+    # every later write into w. On the cpu they share memory and all see every write.
+    assert _shared_writes("dask") == _shared_writes("cpu")

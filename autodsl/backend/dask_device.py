@@ -208,6 +208,14 @@ def concrete(host: np.ndarray, like):
     return arr
 
 
+def hold(arr, host: np.ndarray) -> None:
+    """Make the array object ``arr`` itself stand for its computed values ``host`` (see
+    ``concrete``), for everything that holds it."""
+    new = concrete(host, arr)
+    arr._meta, arr.dask, arr._name, arr._chunks = new._meta, new.dask, new.name, new.chunks
+    _keep(arr, host)
+
+
 def compute_arrays(arrays: list) -> list:
     """The NumPy values of several dask arrays, computed in one pass (shared parts once)."""
     import dask

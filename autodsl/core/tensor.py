@@ -90,7 +90,9 @@ class Tensor:
         Unlike ``detach()``, an in-place write through it is not seen by the
         saved-tensor check, exactly as in PyTorch; prefer ``detach()``.
         """
-        return Tensor(self._data, _device=self.device)
+        out = Tensor(self._data, _device=self.device)
+        _share_views(self, out)
+        return out
 
     @property
     def shape(self) -> tuple:
@@ -339,6 +341,7 @@ class Tensor:
         out = Tensor(self._data, _device=self.device)
         out._version = self._version
         out._pos = SOURCE_POS.get() or caller_pos()
+        _share_views(self, out)
         return out
 
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
@@ -587,6 +590,17 @@ def _number(x):
         return x
     raise TypeError_(f"tensor(...) takes numbers or nested lists of numbers, not {_kind(x)}")
 
+
+
+def _share_views(t: Tensor, out: Tensor) -> None:
+    """On a lazy device, ``out`` (t's detach() or .data: the same array object) gets t's set of
+    live views, so that a write through either remakes the views of both (ops/inplace.py's
+    Note [writes on a lazy device]; on the cpu they share memory)."""
+    if t._base is None and backend.is_lazy(t._data):
+        if t._views is None:
+            import weakref  # noqa: PLC0415  (only on a lazy device)
+            t._views = weakref.WeakSet()
+        out._views = t._views
 
 
 _new_object = object.__new__

@@ -67,7 +67,9 @@ def compute(*tensors):
         if flags:
             deferred.settle(values=[bool(v) for v in values[len(lazy):]])
         for x, v in zip(lazy, values):
-            x._data = dask_device.concrete(v, x._data)
+            # in place: a detach() or .data of x holds the same array object and must keep
+            # sharing it (a later write into x rebinds that object)
+            dask_device.hold(x._data, v)
     return _result(tensors)
 
 
@@ -84,5 +86,5 @@ def persist(*tensors):
     if lazy:
         arrays = dask_device.persist_arrays([x._data for x in lazy])
         for x, a in zip(lazy, arrays):
-            x._data = a
+            backend.rebind(x._data, a)      # in place, as compute (a detach() keeps sharing)
     return _result(tensors)
