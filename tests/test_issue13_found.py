@@ -264,6 +264,7 @@ def test_a_tensor_attribute_has_help_everywhere_help_is_asked():
         assert reply["found"], code
         assert reply["data"]["text/plain"].startswith(f"x.{attr}  (an attribute")
     assert "backward() accumulated" in runner.inspect("w.grad", 6)["data"]["text/plain"]
+    assert "(MulBackward, SumBackward" in runner.inspect("w.grad_fn", 9)["data"]["text/plain"]   # case kept
     out = io.StringIO()
     s = autodsl.Session(out=out)
     s.run('help("x.grad")\nhelp("shape")\nhelp(grad)')

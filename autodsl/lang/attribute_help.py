@@ -43,4 +43,5 @@ def attribute_help(name: str) -> str | None:
     attr = name.split(".", 1)[1] if "." in name else name
     if attr not in PUBLIC_ATTRIBUTES:
         return None
-    return f"x.{attr}  (an attribute: read it without ())\n{ATTRIBUTE_DOCS[attr].capitalize()}."
+    doc = ATTRIBUTE_DOCS[attr]
+    return f"x.{attr}  (an attribute: read it without ())\n{doc[0].upper()}{doc[1:]}."
