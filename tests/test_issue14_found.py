@@ -181,3 +181,23 @@ def test_writes_reach_the_views_of_every_tensor_sharing_the_array():
     # detach(), and compute()/persist() gave w a new array, so a detach() taken before missed
     # every later write into w. On the cpu they share memory and all see every write.
     assert _shared_writes("dask") == _shared_writes("cpu")
+
+
+def _detached_views(dev):
+    m = ad.tensor(np.arange(6.0).reshape(2, 3).tolist(), device=dev).reshape(2, 3)   # a view itself
+    r = m[1]
+    d = r.detach()
+    d[0] = 50.0                        # a detach() of a view: reaches m
+    seen = [m.tolist(), r.tolist()]
+    e = m[0].data                      # .data of a view nothing else holds
+    e += 1.0
+    seen.append(m.tolist())
+    k = m.detach()[1]                  # a view of a detach() of a view
+    k[2] = -3.0
+    seen += [m.tolist(), r.tolist(), d.tolist()]
+    return seen
+
+
+def test_a_write_through_a_detach_of_a_view_reaches_the_base():
+    # on dask d = m[1].detach(); d[0] = 50 changed d and m[1]'s own array, never m
+    assert _detached_views("dask") == _detached_views("cpu")

@@ -58,7 +58,7 @@ class Tensor:
 
     __slots__ = ("_data", "_version", "_base", "_requires_grad", "grad_fn", "_grad",
                  "_retains_grad", "_accumulate", "device", "_view_chain", "_gen", "_base_gen",
-                 "_pos", "_views", "__weakref__")
+                 "_pos", "_views", "_alias", "__weakref__")
 
     __array_priority__ = 1000  # numpy scalars defer to our dunders
 
@@ -596,9 +596,21 @@ def _share_views(t: Tensor, out: Tensor) -> None:
     """On a lazy device, ``out`` (t's detach() or .data: the same array object) gets t's set of
     live views, so that a write through either remakes the views of both (ops/inplace.py's
     Note [writes on a lazy device]; on the cpu they share memory)."""
-    if t._base is None and backend.is_lazy(t._data):
+    if not backend.is_lazy(t._data):
+        return
+    import weakref  # noqa: PLC0415  (only on a lazy device)
+    alias = getattr(t, "_alias", None)
+    if alias is not None:               # a detach() of a detach() of a view
+        out._alias = alias
+    elif t._base is not None:
+        # a detach() of a view: a write into it is a write into the view (ops/inplace.py's
+        # _write puts it back), here a copy of the view without its history (m[0].data is of
+        # a view nothing else holds). _alias is set only here, never read without a default.
+        view = Tensor(t._data, _device=t.device)
+        view._base, view._view_chain, view._base_gen = t._base, t._view_chain, t._base_gen
+        out._alias = view
+    else:
         if t._views is None:
-            import weakref  # noqa: PLC0415  (only on a lazy device)
             t._views = weakref.WeakSet()
         out._views = t._views
 

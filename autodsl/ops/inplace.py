@@ -219,7 +219,18 @@ def _write(target: Tensor, out: Tensor, what: str) -> None:
     target._version[0] += 1
     note_write(target)              # where: version errors name the line of the write
     if backend.is_lazy(target._data):
-        _rebind_views(target)
+        _after_lazy_write(target)
+
+
+def _after_lazy_write(t: Tensor) -> None:
+    """The views rebound after a write into t (Note [writes on a lazy device]); when the array
+    written is that of a detach()/.data of a view (its _alias, core/tensor.py), the write goes
+    on into that view's base too."""
+    _rebind_views(t)
+    holder = t._base if t._base is not None else t
+    view = getattr(holder, "_alias", None)
+    if view is not None and view._data is holder._data:
+        _after_lazy_write(view)
 
 
 def _rebind_views(target: Tensor) -> None:
