@@ -52,7 +52,9 @@ from autodsl.ops.sorting import argmax, argmin, argsort, sort, topk
 from autodsl.core.tensor import Tensor
 from autodsl.session import Session
 # The IPython extension (%load_ext autodsl): not in __all__, so not built-ins of the language.
-from autodsl.cli.notebook import load_ipython_extension, notebook_session, unload_ipython_extension
+from autodsl.cli.notebook import load_ipython_extension as load_ipython_extension
+from autodsl.cli.notebook import notebook_session as notebook_session
+from autodsl.cli.notebook import unload_ipython_extension as unload_ipython_extension
 
 
 __version__ = "0.1.0"

@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import io
-import warnings
 
 import numpy as np
 import pytest
 
 import autodsl as ad
-from autodsl.errors import (DSLError, NameError_, ParseError, RuntimeError_, TypeError_,
+from autodsl.errors import (DSLError, NameError_, RuntimeError_, TypeError_,
                             ValueError_)
 from autodsl.lang.builtins import LANGUAGE_BUILTINS, core_functions, make_builtins
 

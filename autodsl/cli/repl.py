@@ -589,7 +589,9 @@ def _looks_like_path(arg: str) -> bool:
 
 def _table(head: list[str], rows: list[list[str]]) -> list[str]:
     widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
-    fmt = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+
+    def fmt(r):
+        return "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
     return [fmt(head)] + [fmt(r) for r in rows]
 
 
