@@ -77,6 +77,7 @@ class Tensor:
         self._accumulate = None
         self._pos = None          # where a leaf was made (creation functions, detach): see Node.pos
         self._views = None        # on a lazy device, the live views of this base (ops/inplace.py)
+        self._alias = None        # on a lazy device, for a detach() of a view: that view (_share_views)
         self.device = _device or backend.device_of(data)
         self._requires_grad = False
         if requires_grad is not False:
@@ -605,7 +606,7 @@ def _share_views(t: Tensor, out: Tensor) -> None:
     elif t._base is not None:
         # a detach() of a view: a write into it is a write into the view (ops/inplace.py's
         # _write puts it back), here a copy of the view without its history (m[0].data is of
-        # a view nothing else holds). _alias is set only here, never read without a default.
+        # a view nothing else holds)
         view = Tensor(t._data, _device=t.device)
         view._base, view._view_chain, view._base_gen = t._base, t._view_chain, t._base_gen
         out._alias = view
@@ -636,6 +637,7 @@ def new_tensor(data, device: str) -> Tensor:
     t._accumulate = None
     t._pos = None
     t._views = None
+    t._alias = None
     t.device = device
     t._requires_grad = False
     return t
