@@ -22,6 +22,7 @@ Errors: DeviceError when dask is not installed or a scheduler cannot be reached.
 from __future__ import annotations
 
 import contextlib
+import math
 import weakref
 
 import numpy as np
@@ -235,7 +236,7 @@ def known_chunks(arr):
     """``arr`` with every chunk's size known: a boolean mask gives dask a nan size, which a
     tensor never has (shapes, numel, the backward's broadcasts read it). The sizes alone are
     computed, on the run's scheduler (dask's own ``compute_chunk_sizes`` uses the default one)."""
-    if not any(c != c for dim in arr.chunks for c in dim):
+    if not any(math.isnan(c) for dim in arr.chunks for c in dim):
         return arr
     da = _da()
     nd = arr.ndim

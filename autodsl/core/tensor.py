@@ -13,6 +13,7 @@ the ops.
 from __future__ import annotations
 
 import sys
+import weakref
 
 import autodsl.backend as backend
 from autodsl.context import current
@@ -599,7 +600,6 @@ def _share_views(t: Tensor, out: Tensor) -> None:
     Note [writes on a lazy device]; on the cpu they share memory)."""
     if not backend.is_lazy(t._data):
         return
-    import weakref  # noqa: PLC0415  (only on a lazy device)
     alias = getattr(t, "_alias", None)
     if alias is not None:               # a detach() of a detach() of a view
         out._alias = alias
