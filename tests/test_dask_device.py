@@ -80,6 +80,15 @@ def test_unknown_device_names_dask():
         ad.zeros(2, device="tpu")
 
 
+def test_mixing_devices_says_which_move_to_make(threads):
+    a, b = ad.ones(2, device="cpu"), ad.ones(2, device="dask")
+    with pytest.raises(DeviceError) as e:
+        a + b
+    assert e.value.message == ('add: tensors on different devices (cpu and dask); move them to one '
+                               'device, e.g. .to("cpu") on the dask one')
+    assert np.array_equal((a + b.to("cpu")).numpy(), [2.0, 2.0])
+
+
 def test_missing_dask_says_how_to_install(monkeypatch):
     import builtins
     real = builtins.__import__

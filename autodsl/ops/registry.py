@@ -208,7 +208,7 @@ def apply(cls, *inputs, **params) -> Tensor:
             for t in tensors:
                 if t.device != device:
                     raise DeviceError(f"{cls.op_name}: tensors on different devices ({device} and {t.device}); "
-                                      "move them to one device with .to(\"cpu\") or .to(\"cuda\")")
+                                      f"move them to one device, e.g. .to(\"{device}\") on the {t.device} one")
         else:
             device = tensors[0].device
         for t in tensors:
