@@ -52,8 +52,9 @@ from autodsl.core.anomaly import anomaly_state, get_anomaly_mode
 from autodsl.core.quiet import ieee
 from autodsl.core.trace import LazyNames
 from autodsl.core.display import format_value
+from autodsl.core.journal import record_attrs, record_items, transaction
 from autodsl.core.limits import Limits, held_bytes, parse_size
-from autodsl.errors import NameError_, TypeError_, ValueError_
+from autodsl.errors import DSLError, NameError_, TypeError_, ValueError_
 from autodsl.lang import ast as A
 from autodsl.lang.builtins import make_builtins
 from autodsl.lang.interpreter import Interpreter
@@ -295,6 +296,32 @@ class Session:
             warnings.showwarning = self._make_warning_handler(program, seen)
             with self.context():
                 value, _ = self._interp.run(program)
+        return value
+
+    def run_input(self, program: A.Program):
+        """Run ``program`` as one input of the REPL or a notebook cell: on Ctrl-C (Jupyter's
+        interrupt) everything it changed is taken back through the undo journal
+        (core/journal.py: bindings, the last trace, tensors, .grad, hooks, flags, lists,
+        settings and random generators), and the KeyboardInterrupt carries ``kept``, the
+        names of what could not be. A DSLError keeps the script semantics: what ran before the
+        failing statement stays. Returns what ``run`` returns."""
+        value = error = log = None
+        try:
+            # the session's settings are saved when the transaction opens, in its context; its
+            # variables and last trace here; every tensor, .grad, hook, flag and list by what
+            # writes them
+            with self.context(), transaction() as log:
+                record_items(self.namespace)
+                record_attrs(self, "last_trace")
+                try:
+                    value = self.run(program)
+                except DSLError as e:     # not undone: raised after the transaction closes
+                    error = e
+        except KeyboardInterrupt as stop:
+            stop.kept = () if log is None else tuple(dict.fromkeys(log.kept))    # for the message
+            raise
+        if error is not None:
+            raise error
         return value
 
     @contextlib.contextmanager

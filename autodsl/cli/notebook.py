@@ -25,7 +25,6 @@ from __future__ import annotations
 import sys
 
 from autodsl.core.display import format_value
-from autodsl.core.journal import record_attrs, record_items, transaction
 from autodsl.errors import DSLError, RuntimeError_, TypeError_, ValueError_
 from autodsl.lang import ast as A
 from autodsl.session import Session
@@ -72,23 +71,9 @@ class NotebookSession(Session):
         are the cell's); every bare expression is shown as it runs, except the value of the
         last statement when it is one: that is returned (None otherwise)."""
         program = self.parse("\n" * (first_line - 1) + source, filename)
-        value = error = log = None
-        try:
-            # Ctrl-C (Jupyter's interrupt) takes back everything the cell changed, as in the REPL
-            # (core/journal.py); an error does not: what ran before it stays, as in a script
-            with self.context(), transaction() as log:
-                record_items(self.namespace)
-                record_attrs(self, "last_trace")
-                try:
-                    value = self.run(program)
-                except DSLError as e:
-                    error = e
-        except KeyboardInterrupt as stop:
-            stop.kept = () if log is None else tuple(dict.fromkeys(log.kept))    # for the message
-            raise
-        if error is not None:
-            raise error
-        return value
+        # Ctrl-C (Jupyter's interrupt) takes back everything the cell changed, as in the REPL;
+        # an error does not: what ran before it stays, as in a script
+        return self.run_input(program)
 
     def run(self, source, filename: str = "<string>", variables: dict | None = None):
         """``Session.run``, showing each bare expression as it runs except the last statement's

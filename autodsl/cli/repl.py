@@ -40,7 +40,6 @@ from autodsl.cli.help import (
 )
 from autodsl.cli.progress import ClearingWriter, ProgressLine
 from autodsl.cli.prompt import SourceValidator, build_prompt_session, history_path
-from autodsl.core.journal import record_attrs, record_items, transaction
 from autodsl.core.tensor import PUBLIC_METHODS, Tensor
 from autodsl.errors import DSLError, ValueError_
 from autodsl.lang.attribute_help import attribute_help
@@ -148,27 +147,9 @@ class Repl:
         """
         session = self.session
         program = session.parse(text, filename or self.input_name)       # a syntax error runs nothing
-        error = value = None
         running = self.progress.running() if self.progress is not None else nullcontext()
-        # The undo journal (core/journal.py) takes back everything the input changed: the
-        # session's settings (saved when the transaction opens, in the session's context),
-        # its variables and last trace (saved here), and every tensor, .grad, hook, flag and
-        # list the input wrote (saved by whatever writes them).
-        log = None
-        try:
-            with running, session.context(), transaction() as log:
-                record_items(session.namespace)
-                record_attrs(session, "last_trace")
-                try:
-                    value = session.run(program)
-                except DSLError as e:     # not undone: raised after the transaction closes
-                    error = e
-        except KeyboardInterrupt as stop:
-            stop.kept = () if log is None else tuple(dict.fromkeys(log.kept))    # for the message
-            raise
-        if error is not None:
-            raise error
-        return value
+        with running:
+            return session.run_input(program)
 
     def value_of(self, expr: str):
         """The value of an expression typed after a command (the built-ins it then goes to are
