@@ -631,19 +631,7 @@ def ufunc_inplace(name: str, arr, other) -> bool:
     that broadcasts to arr's shape. Returns False (and does nothing) otherwise."""
     if type(arr) is not np.ndarray:
         return _flavor(arr) == "cupy" and _cupy_ufunc_inplace(name, arr, other)
-    if arr.dtype.kind != "f" or not arr.flags.writeable:
-        return False
-    to = type(other)
-    if to is np.ndarray:
-        if other.dtype != arr.dtype:
-            return False
-        if other.shape != arr.shape:
-            try:
-                if np.broadcast_shapes(other.shape, arr.shape) != arr.shape:
-                    return False
-            except ValueError:
-                return False
-    elif not (to is float or (to is int and -2**53 < other < 2**53)):
+    if arr.dtype.kind != "f" or not arr.flags.writeable or not _fits_in_place(arr, other):
         return False
     _UFUNCS[name](arr, other, out=arr)      # NumPy copies first where other overlaps arr
     return True
@@ -653,24 +641,29 @@ def _cupy_ufunc_inplace(name: str, arr, other) -> bool:
     """``ufunc_inplace`` for a CuPy array: its ufuncs take ``out=`` as NumPy's do (no new array,
     no copy back). CuPy does not copy an operand that overlaps ``out`` first, as NumPy does, so
     an overlapping one other than arr itself goes the copying way."""
-    if kind_of(arr.dtype) != "f":
+    if kind_of(arr.dtype) != "f" or not _fits_in_place(arr, other):
         return False
+    if type(other) is type(arr) and other is not arr and _cupy.may_share_memory(arr, other):
+        return False
+    getattr(_cupy, _CUPY_UFUNCS[name])(arr, other, out=arr)
+    return True
+
+
+def _fits_in_place(arr, other) -> bool:
+    """Whether ``arr <op> other`` has arr's shape and dtype whatever other's values: ``other`` an
+    array of arr's type and dtype that broadcasts to arr's shape, a float, or an int that a
+    float64 holds exactly (below 2**53)."""
     to = type(other)
     if to is type(arr):
         if other.dtype != arr.dtype:
             return False
-        if other.shape != arr.shape:
-            try:
-                if np.broadcast_shapes(other.shape, arr.shape) != arr.shape:
-                    return False
-            except ValueError:
-                return False
-        if other is not arr and _cupy.may_share_memory(arr, other):
+        if other.shape == arr.shape:
+            return True
+        try:
+            return np.broadcast_shapes(other.shape, arr.shape) == arr.shape
+        except ValueError:
             return False
-    elif not (to is float or (to is int and -2**53 < other < 2**53)):
-        return False
-    getattr(_cupy, _CUPY_UFUNCS[name])(arr, other, out=arr)
-    return True
+    return to is float or (to is int and -2**53 < other < 2**53)
 
 
 _CUPY_UFUNCS = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "true_divide"}
