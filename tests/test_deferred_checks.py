@@ -16,8 +16,7 @@ import pytest
 import autodsl as ad
 from autodsl.core import deferred
 from autodsl.core.anomaly import AnomalyWarning
-from autodsl.ops.promotion import _CONSTANTS
-from tests.helpers.recording_xp import Rec, recording_cuda
+from tests.helpers.recording_xp import Rec, recording_cuda, stop_recording
 
 LINE = sys._getframe().f_lineno     # (the tests below name their own lines relative to this one)
 
@@ -26,10 +25,8 @@ LINE = sys._getframe().f_lineno     # (the tests below name their own lines rela
 def cuda(monkeypatch):
     c = recording_cuda(monkeypatch)
     yield c
-    c.on = False
     ad.anomaly(False)
-    for k in [k for k in _CONSTANTS if k[1] is Rec]:
-        del _CONSTANTS[k]
+    stop_recording(c)
     assert deferred.pending() is None, "a test left checks waiting"
 
 

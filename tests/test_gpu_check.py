@@ -10,9 +10,8 @@ import pytest
 
 import autodsl as ad
 from autodsl.core import deferred
-from autodsl.ops.promotion import _CONSTANTS
 from benchmarks.gpu_check import autodsl_mlp, cupy_mlp, mlp_data
-from tests.helpers.recording_xp import Rec, recording_cuda
+from tests.helpers.recording_xp import recording_cuda, stop_recording
 
 # NumPy dressed as CuPy for the reference: the same functions, and a device to synchronize
 NUMPY_AS_CUPY = types.SimpleNamespace(**{k: getattr(np, k) for k in dir(np) if not k.startswith("_")})
@@ -23,10 +22,8 @@ NUMPY_AS_CUPY.cuda = types.SimpleNamespace(Device=lambda: types.SimpleNamespace(
 def cuda(monkeypatch):
     c = recording_cuda(monkeypatch)
     yield c
-    c.on = False
     deferred.settle()       # the checks the steps left waiting (they pass): none leaks into the next test
-    for k in [k for k in _CONSTANTS if k[1] is Rec]:
-        del _CONSTANTS[k]
+    stop_recording(c)
 
 
 def test_w4_steps_make_no_host_sync_and_match_the_reference(cuda):

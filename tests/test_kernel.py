@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import subprocess
 import sys
 import threading
 
 import pytest
-from helpers.jupyter_env import jupyter_dirs, need_jupyter
+from helpers.jupyter_env import jupyter_environ, need_jupyter
 
 from autodsl.cli.kernel import LANGUAGE_INFO, CellRunner, kernel_json, split_cell
 from autodsl.cli.mimebundle import mimebundle
@@ -218,17 +217,8 @@ def kernel(tmp_path_factory):
     from jupyter_client.manager import start_new_kernel
 
     tmp = tmp_path_factory.mktemp("jupyter")
-    env = {**os.environ, **jupyter_dirs(tmp)}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)          # the kernelspec lookup reads JUPYTER_PATH
-    try:
+    with jupyter_environ(tmp):      # the kernelspec lookup reads JUPYTER_PATH
         km, kc = start_new_kernel(kernel_name="autodsl", startup_timeout=60, cwd=str(tmp))
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     kc.manager = km         # for the interrupt test
     yield kc
     kc.stop_channels()

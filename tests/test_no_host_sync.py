@@ -11,18 +11,15 @@ import pytest
 
 import autodsl as ad
 from autodsl.core import deferred
-from autodsl.ops.promotion import _CONSTANTS
-from tests.helpers.recording_xp import Rec, recording_cuda
+from tests.helpers.recording_xp import Rec, recording_cuda, stop_recording
 
 
 @pytest.fixture
 def cuda(monkeypatch):
     c = recording_cuda(monkeypatch)
     yield c
-    c.on = False
     deferred.settle()       # the checks the steps left waiting (they pass): none leaks into the next test
-    for k in [k for k in _CONSTANTS if k[1] is Rec]:      # the fake's constants die with it
-        del _CONSTANTS[k]
+    stop_recording(c)
 
 
 def _host(t):

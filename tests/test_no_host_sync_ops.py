@@ -13,8 +13,7 @@ import pytest
 import autodsl as ad
 from autodsl import backend
 from autodsl.core import deferred
-from autodsl.ops.promotion import _CONSTANTS
-from tests.helpers.recording_xp import Rec, recording_cuda
+from tests.helpers.recording_xp import Rec, recording_cuda, stop_recording
 
 sys.path.insert(0, str(Path(__file__).parent))
 from op_samples import SAMPLES  # noqa: E402  (the table, with the samples of its other files)
@@ -25,10 +24,8 @@ def cuda():
     mp = pytest.MonkeyPatch()
     c = recording_cuda(mp)
     yield c
-    c.on = False
     deferred.settle()
-    for k in [k for k in _CONSTANTS if k[1] is Rec]:
-        del _CONSTANTS[k]
+    stop_recording(c)
     mp.undo()
 
 

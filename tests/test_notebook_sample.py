@@ -7,13 +7,12 @@ explain's chain rule. The kernelspecs are installed into a temporary JUPYTER_PAT
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from pathlib import Path
 
 import pytest
-from helpers.jupyter_env import have_dot, jupyter_dirs, need_jupyter
+from helpers.jupyter_env import have_dot, jupyter_environ, need_jupyter
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "samples" / "backprop.ipynb"
@@ -56,18 +55,9 @@ def _execute(path: Path, tmp: Path):
     from nbclient import NotebookClient
 
     nb = nbformat.read(str(path), as_version=4)
-    env = jupyter_dirs(tmp)
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)          # nbclient's kernel manager looks the kernelspec up there
-    try:
+    with jupyter_environ(tmp):      # nbclient's kernel manager looks the kernelspec up there
         NotebookClient(nb, timeout=120, startup_timeout=120,
                        resources={"metadata": {"path": str(tmp)}}).execute()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     return nb
 
 

@@ -8,7 +8,9 @@ what is installed for the user or in CI.
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -42,3 +44,20 @@ def jupyter_dirs(tmp: Path) -> dict:
 
 def have_dot() -> bool:
     return shutil.which("dot") is not None
+
+
+@contextlib.contextmanager
+def jupyter_environ(tmp: Path):
+    """Within the block, Jupyter looks for kernelspecs (and keeps its files) under ``tmp``, as
+    ``jupyter_dirs`` sets them up; the process's environment is restored afterwards."""
+    env = jupyter_dirs(tmp)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield env
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

@@ -287,3 +287,13 @@ def recording_cuda(monkeypatch) -> Counter:
     COUNTER.reset()
     COUNTER.on = True
     return COUNTER
+
+
+def stop_recording(counter: Counter) -> None:
+    """A test's end: stop counting and drop the constants cached for the fake's arrays (they die
+    with it; a later test's fake is another type)."""
+    from autodsl.ops.promotion import _CONSTANTS
+
+    counter.on = False
+    for k in [k for k in _CONSTANTS if k[1] is Rec]:
+        del _CONSTANTS[k]
