@@ -600,7 +600,7 @@ def _share_views(t: Tensor, out: Tensor) -> None:
     Note [writes on a lazy device]; on the cpu they share memory)."""
     if not backend.is_lazy(t._data):
         return
-    alias = getattr(t, "_alias", None)
+    alias = t._alias
     if alias is not None:               # a detach() of a detach() of a view
         out._alias = alias
     elif t._base is not None:
