@@ -6,24 +6,16 @@ from __future__ import annotations
 import types
 
 import numpy as np
-import pytest
 
 import autodsl as ad
-from autodsl.core import deferred
 from benchmarks.gpu_check import autodsl_mlp, cupy_mlp, mlp_data
-from tests.helpers.recording_xp import recording_cuda, stop_recording
+from tests.helpers.recording_xp import cuda_fixture  # noqa: F401  (the fixture cuda)
 
 # NumPy dressed as CuPy for the reference: the same functions, and a device to synchronize
 NUMPY_AS_CUPY = types.SimpleNamespace(**{k: getattr(np, k) for k in dir(np) if not k.startswith("_")})
 NUMPY_AS_CUPY.cuda = types.SimpleNamespace(Device=lambda: types.SimpleNamespace(synchronize=lambda: None))
 
 
-@pytest.fixture
-def cuda(monkeypatch):
-    c = recording_cuda(monkeypatch)
-    yield c
-    deferred.settle()       # the checks the steps left waiting (they pass): none leaks into the next test
-    stop_recording(c)
 
 
 def test_w4_steps_make_no_host_sync_and_match_the_reference(cuda):

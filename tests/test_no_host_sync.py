@@ -10,16 +10,9 @@ import numpy as np
 import pytest
 
 import autodsl as ad
-from autodsl.core import deferred
-from tests.helpers.recording_xp import Rec, recording_cuda, stop_recording
+from tests.helpers.recording_xp import Rec, cuda_fixture  # noqa: F401  (the fixture cuda)
 
 
-@pytest.fixture
-def cuda(monkeypatch):
-    c = recording_cuda(monkeypatch)
-    yield c
-    deferred.settle()       # the checks the steps left waiting (they pass): none leaks into the next test
-    stop_recording(c)
 
 
 def _host(t):

@@ -20,6 +20,7 @@ import traceback
 import types
 
 import numpy as np
+import pytest
 
 import autodsl.backend as backend
 
@@ -297,3 +298,16 @@ def stop_recording(counter: Counter) -> None:
     counter.on = False
     for k in [k for k in _CONSTANTS if k[1] is Rec]:
         del _CONSTANTS[k]
+
+
+@pytest.fixture(name="cuda")
+def cuda_fixture(monkeypatch):
+    """The fixture ``cuda`` of the sync-counting tests (import it into a test module): "cuda" is the recording device for the test; the
+    value checks its steps left waiting are read at its end (they pass), so none leaks into the
+    next test."""
+    from autodsl.core import deferred
+
+    c = recording_cuda(monkeypatch)
+    yield c
+    deferred.settle()
+    stop_recording(c)
