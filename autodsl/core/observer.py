@@ -21,8 +21,9 @@ class PassObserver:
     def hooked(self, node, before) -> None:
         """A tensor hook on ``node`` replaced the gradient ``before``."""
 
-    def step(self, node, grad, outs) -> None:
-        """``node`` ran on ``grad`` and sent ``outs`` (one Tensor or None per edge)."""
+    def step(self, record) -> None:
+        """A node ran: ``record`` is ``(node, grad, outs)``, ``outs`` one Tensor or None per edge
+        (one tuple, so that an observer may bind ``step`` to a list's append)."""
 
     def accumulate(self, node, tensor, grad) -> None:
         """``grad`` is staged for ``tensor.grad`` (a leaf, a target or a retained tensor)."""

@@ -144,47 +144,69 @@ class Step:
 
 
 class Recorder(PassObserver):
-    """The trace's observer of a pass (core/observer.py): one Step per node run or leaf."""
+    """The trace's observer of a pass (core/observer.py): one Step per node run or leaf.
 
-    __slots__ = ("deps", "steps", "create_graph", "hooks")
+    A pass records one tuple per node; the Step objects are made when the steps are first
+    read (``steps``), so that a Session's backward, which always keeps its trace for
+    ``last_trace()``, costs little more than an untraced one when nobody reads it."""
+
+    # ``step`` is a slot: each pass binds it to its list's append, so that the engine's call
+    # for every node run is one C call (PassObserver.step's record is the list's entry).
+    __slots__ = ("deps", "_raw", "_steps", "_afters", "create_graph", "hooks", "step")
 
     def start(self, deps, create_graph):
         self.deps = deps
-        self.steps = []
+        self._raw = []          # (node, g, outs) per node run, (node, g, (), leaf) per leaf
+        self.step = self._raw.append
+        self._steps = []        # the Steps made of _raw[:len(_steps)]
+        self._afters = None     # {index in _raw: a leaf's .grad as the pass left it}
         self.create_graph = create_graph
-        self.hooks = {}
+        self.hooks = {}         # {node: its gradient before a tensor hook replaced it}
 
     def hooked(self, node, before):
-        """A tensor hook on ``node`` replaced the gradient ``before`` (the step shows both)."""
+        """A tensor hook on ``node`` replaced the gradient ``before`` (the step shows both;
+        a node runs once in a pass)."""
         self.hooks[node] = before
 
-    def step(self, node, g, outs):
-        self.steps.append(Step("node", node, self.deps.get(node, 0), g, outs))
-        if self.hooks:
-            self.steps[-1]._hooked = self.hooks.pop(node, None)
-
     def accumulate(self, node, tensor, g):
-        self.steps.append(Step("leaf", node, self.deps.get(node, 0), g, leaf=tensor))
-        if self.hooks:
-            self.steps[-1]._hooked = self.hooks.pop(node, None)
+        self._raw.append((node, g, (), tensor))
+
+    @property
+    def steps(self) -> list:
+        """The Steps so far, in the order the nodes ran."""
+        made, raw = self._steps, self._raw
+        if len(made) < len(raw):
+            deps, afters, hooks = self.deps, self._afters, self.hooks
+            for i in range(len(made), len(raw)):
+                entry = raw[i]
+                node = entry[0]
+                if len(entry) == 3:
+                    st = Step("node", node, deps.get(node, 0), entry[1], entry[2])
+                else:
+                    st = Step("leaf", node, deps.get(node, 0), entry[1], leaf=entry[3])
+                    if afters is not None:
+                        st._after = afters.get(i)
+                if hooks:
+                    st._hooked = hooks.get(node)
+                made.append(st)
+        return made
 
     def finish(self, staged):
         # Copy now what later in-place writes could change: the accumulated .grad, and the
-        # scalar values the rules' numbers use (a trace too long to read skips those).
-        numbers = len(self.steps) <= _MAX_RULE_STEPS
-        for st in self.steps:
-            if st.kind == "leaf":
-                gr = st.leaf._grad
-                if gr is None:
-                    st._after = None
-                elif gr._data.size <= _COPY_GRAD_UP_TO:
-                    # (off the host a device copy, read when shown: no host sync per backward)
-                    st._after = _snap(gr) if backend.on_host(gr._data) else (_Copy(backend.copy(gr._data)), 0)
-                else:       # a network's weights: copying every .grad of every backward costs
-                    st._after = (gr, gr._version[0])
-            elif numbers:
-                st.values = scalar_values(st.node)
-        tr = Trace(self.steps, self.create_graph)
+        # scalar values the rules' numbers use (a trace too long to read skips those, and
+        # makes its Steps only when they are read).
+        if len(self._raw) <= _MAX_RULE_STEPS:
+            for st in self.steps:
+                if st.kind == "leaf":
+                    st._after = _grad_after(st.leaf)
+                else:
+                    st.values = scalar_values(st.node)
+        else:
+            self._afters = {i: _grad_after(e[3]) for i, e in enumerate(self._raw) if len(e) == 4}
+            for i, st in enumerate(self._steps):      # (any a stepper has read already)
+                if st.kind == "leaf":
+                    st._after = self._afters.get(i)
+        tr = Trace(lambda: self.steps, self.create_graph, count=len(self._raw))
         ctx = current()
         if ctx.names is None:       # the Python API (a Session names leaves in its sink)
             tr.names = LazyNames(*frame_namespaces(_names.caller_frame()))
@@ -217,6 +239,18 @@ def _snap(t):
     return np.array(backend.to_host(t._data), copy=True)
 
 
+def _grad_after(leaf):
+    """A leaf's ``.grad`` as a pass leaves it, for ``Step.grad_after``: a host copy of a small
+    one (off the host a device copy, read when shown: no host sync per backward), else the
+    tensor and its version (a network's weights: copying every .grad of every backward costs)."""
+    gr = leaf._grad
+    if gr is None:
+        return None
+    if gr._data.size <= _COPY_GRAD_UP_TO:
+        return _snap(gr) if backend.on_host(gr._data) else (_Copy(backend.copy(gr._data)), 0)
+    return (gr, gr._version[0])
+
+
 class _Copy:
     """A device copy of a small .grad as a backward left it, for ``Step.grad_after`` (never written)."""
 
@@ -236,14 +270,23 @@ class Trace(html.RichDisplay):
     ``backward()``: a ``LazyNames``). Unnamed leaves of one shape are numbered.
     """
 
-    def __init__(self, steps, create_graph=False):
-        self.steps = steps
+    def __init__(self, steps, create_graph=False, count=None):
+        self._steps = steps     # a list, or a function that makes it (when first read)
+        self._count = count     # len(steps) when steps is a function
         self.create_graph = create_graph
         self.names = {}
         self.captured_by = None     # a compiled function's name: the trace of its captured call
 
+    @property
+    def steps(self) -> list:
+        """The Steps, in the order the nodes ran."""
+        steps = self._steps
+        if callable(steps):
+            steps = self._steps = steps()
+        return steps
+
     def __len__(self) -> int:
-        return len(self.steps)
+        return self._count if callable(self._steps) else len(self._steps)
 
     def node_names(self) -> list:
         """The name of each node run, in order (``AccumulateGrad`` for leaves)."""

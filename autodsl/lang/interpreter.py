@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+import types
 from typing import Any, Callable
 
 from autodsl.errors import DSLError, IndexError_, NameError_, RuntimeError_, TypeError_, ValueError_
@@ -44,6 +45,7 @@ from autodsl.core.limits import BIG_ALLOCATION, reserve
 from autodsl.core.journal import record_items, record_setter
 from autodsl.core.words import plain
 from autodsl.ops.elementwise import pow as tensor_pow
+from autodsl.ops.elementwise import relu as _a_builtin
 from autodsl.tools.formatting import format as format_field
 
 __all__ = ["Interpreter", "UserFunction", "Scope", "MAX_CALL_DEPTH", "translate_exception",
@@ -74,6 +76,12 @@ def loop_progress(callback: Callable[[int, int | None], None] | None):
 
 def _is_number(v) -> bool:
     return isinstance(v, _NUMBER)
+
+
+# The types of a built-in's function (plain Python, C, or compiled by Cython): never a user
+# function, a tensor or a class, and not a tensor's bound method (register_hook): the checks
+# that a call of anything else goes through can be skipped (Interpreter.call).
+_FUNCTION_TYPES = frozenset((types.FunctionType, types.BuiltinFunctionType, type(_a_builtin)))
 
 
 class _Return(BaseException):
@@ -471,7 +479,11 @@ class Interpreter:
         return node.value
 
     def eval_Name(self, node):
-        return self.lookup(node.id, node)
+        name = node.id
+        vars = self.scope.vars          # (the innermost scope first, as lookup: loops read it)
+        if name in vars and name[0] != "_":
+            return vars[name]
+        return self.lookup(name, node)
 
     def eval_FString(self, node: A.FString):
         out = []
@@ -505,7 +517,7 @@ class Interpreter:
                                operand.end_column if operand.line == first.line else None)
                 for _, operand, line, column in node.ops]
         for i, (op, operand, line, column) in enumerate(node.ops):
-            right = self.eval(operand)
+            right = operand.value if type(operand) is A.Number else self.eval(operand)
             try:
                 value = self.binop(op, value, right, positions[i])
             except Exception as exc:  # noqa: BLE001 - translated and positioned at the operator
@@ -582,7 +594,8 @@ class Interpreter:
 
     def eval_Call(self, node: A.Call):
         func = self.eval(node.func)
-        args = [self.eval(a) for a in node.args]
+        args = node.args
+        args = [self.eval(args[0])] if len(args) == 1 else [self.eval(a) for a in args]
         kwargs = {}
         for kw in node.keywords:
             if kw.name.startswith("_"):
@@ -651,7 +664,11 @@ class Interpreter:
         raise TypeError_(f"cannot apply `{op}` to {describe(a)} and {describe(b)}{hint}")
 
     def binop(self, op: str, a, b, pos: tuple):
-        a, b = self._operands(op, a, b)
+        ta, tb = type(a), type(b)
+        # (a tensor and a tensor or a number need no checks but `@`'s: the usual case, first)
+        if not ((ta is Tensor and (tb is Tensor or tb is float or tb is int))
+                or (tb is Tensor and (ta is float or ta is int))) or op == "@":
+            a, b = self._operands(op, a, b)
         if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
             if op in ("%", "//") and b == 0:
                 raise ValueError_(f"`{op}` by zero: the {'remainder' if op == '%' else 'floor'} of a "
@@ -727,12 +744,13 @@ class Interpreter:
         raise TypeError_(f"cannot index {describe(obj)}")
 
     def call(self, func, args: list, kwargs: dict, node: A.Call | None = None):
-        if isinstance(func, UserFunction) and func._interp is self:
-            return self.call_user(func, args, kwargs, node)
-        if not callable(func) or isinstance(func, (Tensor, type)):
-            raise TypeError_(f"{describe(func)} is not a function and cannot be called")
-        if getattr(func, "__name__", None) == "register_hook" and isinstance(getattr(func, "__self__", None), Tensor):
-            args, kwargs = self._hook_args(args, kwargs, node)
+        if type(func) not in _FUNCTION_TYPES:
+            if isinstance(func, UserFunction) and func._interp is self:
+                return self.call_user(func, args, kwargs, node)
+            if not callable(func) or isinstance(func, (Tensor, type)):
+                raise TypeError_(f"{describe(func)} is not a function and cannot be called")
+            if getattr(func, "__name__", None) == "register_hook" and isinstance(getattr(func, "__self__", None), Tensor):
+                args, kwargs = self._hook_args(args, kwargs, node)
         ctx = current()
         outer = ctx.pos
         if node is not None:
