@@ -96,7 +96,7 @@ def check(flag, fail, pos=None) -> None:
     if p is None:
         p = ctx.deferred = _Pending()
     if pos is None:
-        pos = ctx.pos or caller_pos()
+        pos = ctx.pos if ctx.pos is not None else caller_pos()
     p.checks.append(_Check(flag, fail, pos, len(p.undo)))
     p.seen = set()
     if len(p.checks) >= _MAX_PENDING or len(p.undo) >= _MAX_UNDO:

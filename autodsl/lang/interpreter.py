@@ -250,7 +250,11 @@ class Interpreter:
 
     def exec_Assign(self, stmt: A.Assign):
         value = self.eval(stmt.value)
-        self.bind(stmt.name, value, stmt)
+        name = stmt.name
+        if name[0] != "_":          # (bind's check, without its call: loops assign)
+            self.scope.vars[name] = value
+        else:
+            self.bind(name, value, stmt)
 
     def exec_SetItem(self, stmt: A.SetItem):
         obj = self.eval(stmt.obj)
@@ -394,7 +398,8 @@ class Interpreter:
         if self.limits is not None:         # (an empty body is still a step)
             self.limits.step()
         try:
-            self.exec_block(body)
+            for stmt in body:
+                self.exec(stmt)
         except _Continue:
             pass
         except _Break:
@@ -507,7 +512,14 @@ class Interpreter:
         return [self.eval(item) for item in node.items]
 
     def eval_Chain(self, node: A.Chain):
-        value = self.eval(node.first)
+        first = node.first
+        vars = self.scope.vars
+        # a variable of the innermost scope read without eval's call (loops read them); any
+        # other name, hit or miss, goes the general way, which positions its errors
+        if type(first) is A.Name and first.id in vars and first.id[0] != "_":
+            value = vars[first.id]
+        else:
+            value = self.eval(first)
         positions = node.__dict__.get("_pos")
         if positions is None:
             # the node made by the i-th operator computes `first op1 e1 ... op_i e_i`
@@ -517,7 +529,13 @@ class Interpreter:
                                operand.end_column if operand.line == first.line else None)
                 for _, operand, line, column in node.ops]
         for i, (op, operand, line, column) in enumerate(node.ops):
-            right = operand.value if type(operand) is A.Number else self.eval(operand)
+            tp = type(operand)
+            if tp is A.Number:
+                right = operand.value
+            elif tp is A.Name and operand.id in vars and operand.id[0] != "_":
+                right = vars[operand.id]
+            else:
+                right = self.eval(operand)
             try:
                 value = self.binop(op, value, right, positions[i])
             except Exception as exc:  # noqa: BLE001 - translated and positioned at the operator
@@ -593,7 +611,15 @@ class Interpreter:
         return number_pow(base, exponent)
 
     def eval_Call(self, node: A.Call):
-        func = self.eval(node.func)
+        f = node.func
+        scope = self.scope
+        # a built-in called at the top level (no scope but the session's, which does not hold
+        # the name), without eval's call and lookup's walk; anything else the general way
+        if type(f) is A.Name and scope.parent is None and f.id not in scope.vars \
+                and f.id in self.builtins and f.id[0] != "_":
+            func = self.builtins[f.id]
+        else:
+            func = self.eval(f)
         args = node.args
         args = [self.eval(args[0])] if len(args) == 1 else [self.eval(a) for a in args]
         kwargs = {}

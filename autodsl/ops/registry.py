@@ -295,7 +295,8 @@ def apply(cls, *inputs, **params) -> Tensor:
         node.inputs = None
         if record:
             node.seq_nr = next_seq_nr()
-            node.pos = ctx.pos or caller_pos(_FRAMES_TO_CALLER)
+            pos = ctx.pos       # (a SourcePos is never false: no truth test, which would call its __len__)
+            node.pos = pos if pos is not None else caller_pos(_FRAMES_TO_CALLER)
             edges = node.next_edges
             node._params = params or None
             # the inputs no edge supplies, by reference (not copies): a replay reads them, graph()
