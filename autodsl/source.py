@@ -132,7 +132,14 @@ class SourcePos:
         return repr(self._tuple())
 
 
+# Positions by (id of the code, instruction offset) and by (file, line). The first lets a node
+# made again at the same place skip the frame's line number (which scans the code's line
+# table: over a thousand instructions in a long function); its entries keep their code object,
+# so an id stays that code's while cached. The second makes every node of one source line share
+# one tuple, so that a loop that makes a million nodes does not make a million more objects
+# for the cyclic GC to walk.
 _POSITIONS: dict = {}
+_LINES: dict = {}
 
 
 def caller_pos(start: int = 1):
@@ -148,20 +155,24 @@ def caller_pos(start: int = 1):
     f = _getframe(start)
     ours = _OURS
     while f is not None:
-        name = f.f_code.co_filename
-        if not name.startswith(ours):
+        code = f.f_code
+        if not code.co_filename.startswith(ours):
             break
         f = f.f_back
     else:
         return None
-    # One tuple per source line, shared by every node made there: a loop that makes a
-    # million nodes must not make a million more objects for the cyclic GC to walk.
-    key = (name, f.f_lineno)
-    pos = _POSITIONS.get(key)
+    key = (id(code), f.f_lasti)
+    hit = _POSITIONS.get(key)
+    if hit is not None and hit[0] is code:
+        return hit[1]
+    if len(_POSITIONS) >= 10_000:
+        _POSITIONS.clear()
+        _LINES.clear()
+    line = (code.co_filename, f.f_lineno)
+    pos = _LINES.get(line)
     if pos is None:
-        if len(_POSITIONS) >= 10_000:
-            _POSITIONS.clear()
-        pos = _POSITIONS[key] = (name, key[1], None, None)
+        pos = _LINES[line] = (line[0], line[1], None, None)
+    _POSITIONS[key] = (code, pos)
     return pos
 
 
