@@ -82,3 +82,11 @@ def test_the_host_programs_collector_settings_are_left_alone():
         assert not gc.isenabled()      # off stays off
     finally:
         gc.enable() if before[0] else None
+
+
+def test_a_script_runs_with_young_collections_far_apart_and_the_host_setting_comes_back():
+    before = gc.get_threshold()
+    s = ad.Session(echo=False)
+    s["threshold"] = lambda: gc.get_threshold()[0]
+    assert s.run("threshold()") == max(300_000, before[0])     # while the script runs
+    assert gc.get_threshold() == before                       # and the host's after

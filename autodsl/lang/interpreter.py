@@ -537,7 +537,19 @@ class Interpreter:
             else:
                 right = self.eval(operand)
             try:
-                value = self.binop(op, value, right, positions[i])
+                ta, tb = type(value), type(right)
+                if ((ta is Tensor and (tb is Tensor or tb is float or tb is int))
+                        or (tb is Tensor and (ta is float or ta is int))) and op != "@":
+                    # binop's usual case without its call: the node remembers where it was written
+                    ctx = current()
+                    outer = ctx.pos
+                    ctx.pos = positions[i]
+                    try:
+                        value = _BINOPS[op](value, right)
+                    finally:
+                        ctx.pos = outer
+                else:
+                    value = self.binop(op, value, right, positions[i])
             except Exception as exc:  # noqa: BLE001 - translated and positioned at the operator
                 e = translate_exception(exc)
                 if not e.has_position and self.source is not None:
@@ -780,9 +792,12 @@ class Interpreter:
         ctx = current()
         outer = ctx.pos
         if node is not None:
-            ctx.pos = self._node_pos(node)
+            pos = node.__dict__.get("_pos")      # (_node_pos's cache read, without its call)
+            ctx.pos = pos if pos is not None else self._node_pos(node)
         try:
-            return func(*args, **kwargs)
+            # (one argument and no keywords, the usual call, spelled out: a call with * and **
+            # builds a tuple and copies the dict)
+            return func(args[0]) if len(args) == 1 and not kwargs else func(*args, **kwargs)
         except TypeError as e:
             raise self._call_type_error(func, args, kwargs, node, e) from None
         finally:
