@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from autodsl.backend import namespace_of
 from autodsl.ops import chunked
-from autodsl.ops.registry import Op, apply, defop
+from autodsl.ops.registry import Op, apply, apply2, defop
 
 __all__ = ["lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_not", "any", "all"]
 
@@ -68,32 +68,32 @@ def all(input, dim=None, keepdim=False):
 
 def lt(input, other):
     """input < other, elementwise (a bool tensor; not differentiable). Example: ``lt(x, 0)``"""
-    return apply(_OPS["lt"], input, other)
+    return apply2(_OPS["lt"], input, other)
 
 
 def le(input, other):
     """input <= other, elementwise (bool). Example: ``le(x, 0)``"""
-    return apply(_OPS["le"], input, other)
+    return apply2(_OPS["le"], input, other)
 
 
 def gt(input, other):
     """input > other, elementwise (bool). Example: ``gt(x, 0)``"""
-    return apply(_OPS["gt"], input, other)
+    return apply2(_OPS["gt"], input, other)
 
 
 def ge(input, other):
     """input >= other, elementwise (bool). Example: ``ge(x, 0)``"""
-    return apply(_OPS["ge"], input, other)
+    return apply2(_OPS["ge"], input, other)
 
 
 def eq(input, other):
     """input == other, elementwise (bool). Example: ``eq(x, y)``"""
-    return apply(_OPS["eq"], input, other)
+    return apply2(_OPS["eq"], input, other)
 
 
 def ne(input, other):
     """input != other, elementwise (bool). Example: ``ne(x, y)``"""
-    return apply(_OPS["ne"], input, other)
+    return apply2(_OPS["ne"], input, other)
 
 
 def logical_and(input, other):

@@ -12,7 +12,7 @@ from autodsl.errors import DTypeError, ValueError_
 from autodsl.core.tensor import Tensor
 from autodsl.core.node import SavedTensor
 from autodsl.ops.formula import TENSORS, define
-from autodsl.ops.registry import Op, apply, defop
+from autodsl.ops.registry import Op, apply, apply1, apply2, defop
 from autodsl.ops.promotion import constant_value
 from autodsl.core import deferred
 from autodsl.errors import TypeError_
@@ -603,17 +603,17 @@ def add(input, other):
 
     Example: ``add(x, 1)``
     """
-    return apply(Add, input, other)
+    return apply2(Add, input, other)
 
 
 def sub(input, other):
     """input - other (broadcasting). Example: ``sub(x, y)``"""
-    return apply(Sub, input, other)
+    return apply2(Sub, input, other)
 
 
 def mul(input, other):
     """input * other (broadcasting). Example: ``mul(x, 2)``"""
-    return apply(Mul, input, other)
+    return apply2(Mul, input, other)
 
 
 def div(input, other, rounding_mode=None):
@@ -625,13 +625,13 @@ def div(input, other, rounding_mode=None):
     Example: ``div(x, y)``, ``div(x, 3, rounding_mode="floor")``
     """
     if rounding_mode is None:
-        return apply(Div, input, other)
+        return apply2(Div, input, other)
     return rounded_div(input, other, rounding_mode)
 
 
 def neg(input):
     """-input. Example: ``neg(x)``"""
-    return apply(Neg, input)
+    return apply1(Neg, input)
 
 
 def pow(input, exponent):
@@ -645,57 +645,57 @@ def pow(input, exponent):
 
 def exp(input):
     """e^input. Example: ``exp(x)``"""
-    return apply(Exp, input)
+    return apply1(Exp, input)
 
 
 def log(input):
     """Natural log; log(0) = -inf and log(x<0) = nan, as NumPy and PyTorch. Example: ``log(x)``"""
-    return apply(Log, input)
+    return apply1(Log, input)
 
 
 def sqrt(input):
     """Square root; its gradient at 0 is +inf. Example: ``sqrt(x)``"""
-    return apply(Sqrt, input)
+    return apply1(Sqrt, input)
 
 
 def sin(input):
     """Sine of input in radians. Example: ``sin(x)``"""
-    return apply(Sin, input)
+    return apply1(Sin, input)
 
 
 def cos(input):
     """Cosine of input in radians. Example: ``cos(x)``"""
-    return apply(Cos, input)
+    return apply1(Cos, input)
 
 
 def tan(input):
     """Tangent of input in radians. Example: ``tan(x)``"""
-    return apply(Tan, input)
+    return apply1(Tan, input)
 
 
 def tanh(input):
     """Hyperbolic tangent; gradient 1 - tanh², exactly 0 when saturated. Example: ``tanh(x)``"""
-    return apply(Tanh, input)
+    return apply1(Tanh, input)
 
 
 def sigmoid(input):
     """1 / (1 + e^-x), overflow-free; gradient s(1-s). Example: ``sigmoid(x)``"""
-    return apply(Sigmoid, input)
+    return apply1(Sigmoid, input)
 
 
 def relu(input):
     """max(x, 0.0); its gradient at 0 is 0 (PyTorch's choice). Example: ``relu(x)``"""
-    return apply(Relu, input)
+    return apply1(Relu, input)
 
 
 def abs(input):
     """|x|; its gradient at 0 is 0 (sign(0)). Example: ``abs(x)``"""
-    return apply(Abs, input)
+    return apply1(Abs, input)
 
 
 def sign(input):
     """-1, 0 or 1 by sign; gradient 0. Example: ``sign(x)``"""
-    return apply(Sign, input)
+    return apply1(Sign, input)
 
 
 def clamp(input, min=None, max=None):
@@ -735,17 +735,17 @@ def where(condition, input, other):
 
 def maximum(input, other):
     """Elementwise maximum; at ties each side gets half the gradient. Example: ``maximum(x, y)``"""
-    return apply(Maximum, input, other)
+    return apply2(Maximum, input, other)
 
 
 def minimum(input, other):
     """Elementwise minimum; at ties each side gets half the gradient. Example: ``minimum(x, y)``"""
-    return apply(Minimum, input, other)
+    return apply2(Minimum, input, other)
 
 
 def clone(input):
     """A copy with its own storage; gradients flow through it. Example: ``y = x.clone()``"""
-    return apply(Clone, input)
+    return apply1(Clone, input)
 
 
 # What formulas call as F.<name> when they record (create_graph): Note [one formula].

@@ -5,7 +5,7 @@ from autodsl.errors import ShapeError
 from autodsl.ops import chunked
 from autodsl.ops.formula import define
 from autodsl.ops.movement import sum_to  # noqa: F401  (the formulas' F.sum_to)
-from autodsl.ops.registry import Op, apply, defop
+from autodsl.ops.registry import Op, apply2, defop
 
 __all__ = ["matmul"]
 
@@ -78,7 +78,7 @@ def matmul(input, other):
     and batched (..., m, n)@(..., n, p) with broadcast batch dims. Raises ShapeError when
     the inner sizes differ. Example: ``w @ x``
     """
-    return apply(Matmul, input, other)
+    return apply2(Matmul, input, other)
 
 
 # the gradients' products too: a huge one in tiles (ops/chunked.py)

@@ -13,7 +13,7 @@ from autodsl.backend import kind_of, namespace_of
 from autodsl.core.words import shown
 from autodsl.errors import TypeError_, ValueError_
 from autodsl.ops.elementwise import sigmoid, where
-from autodsl.ops.registry import Op, apply, defop
+from autodsl.ops.registry import Op, apply, apply1, apply2, defop
 
 __all__ = ["atan2", "digamma", "expm1", "lgamma", "log1p", "logsigmoid", "polygamma", "softplus", "square"]
 
@@ -203,23 +203,23 @@ def atan2(input, other):
     """The angle of the point (x=other, y=input) in radians, in [-pi, pi] (broadcasting); signed
     zeros pick the side as in C: ``atan2(0, -1)`` is pi, ``atan2(-0.0, -1)`` is -pi. The gradient
     at the origin is 0 for both (PyTorch's choice). Example: ``atan2(y, x)``"""
-    return apply(Atan2, input, other)
+    return apply2(Atan2, input, other)
 
 
 def log1p(input):
     """log(1 + x), exact for small x (log1p(1e-20) is 1e-20); gradient 1 / (1 + x).
     Example: ``log1p(x)``"""
-    return apply(Log1p, input)
+    return apply1(Log1p, input)
 
 
 def expm1(input):
     """e^x - 1, exact for small x; gradient e^x. Example: ``expm1(x)``"""
-    return apply(Expm1, input)
+    return apply1(Expm1, input)
 
 
 def square(input):
     """x * x, elementwise (integer tensors stay integer); gradient 2x. Example: ``square(x)``"""
-    return apply(Square, input)
+    return apply1(Square, input)
 
 
 def softplus(input, beta=1, threshold=20):
@@ -234,18 +234,18 @@ def softplus(input, beta=1, threshold=20):
 def logsigmoid(input):
     """log(sigmoid(x)), computed without overflow or log(0): logsigmoid(-1000) is -1000 and
     logsigmoid(1000) is -0. Gradient sigmoid(-x). Example: ``logsigmoid(x)``"""
-    return apply(Logsigmoid, input)
+    return apply1(Logsigmoid, input)
 
 
 def lgamma(input):
     """log |Gamma(x)| (inf at 0, -1, -2, ...); gradient digamma(x). Example: ``lgamma(x)``"""
-    return apply(Lgamma, input)
+    return apply1(Lgamma, input)
 
 
 def digamma(input):
     """The digamma function psi(x) = d/dx lgamma(x) (-inf at 0, nan at -1, -2, ..., as PyTorch);
     gradient polygamma(1, x). Example: ``digamma(x)``"""
-    return apply(Digamma, input)
+    return apply1(Digamma, input)
 
 
 def polygamma(n, input):
