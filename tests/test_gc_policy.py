@@ -90,3 +90,25 @@ def test_a_script_runs_with_young_collections_far_apart_and_the_host_setting_com
     s["threshold"] = lambda: gc.get_threshold()[0]
     assert s.run("threshold()") == max(300_000, before[0])     # while the script runs
     assert gc.get_threshold() == before                       # and the host's after
+
+
+def test_backward_and_grad_hold_the_collector_off_from_their_start_and_give_it_back():
+    # A hook runs inside the pass: there the collector is off (the forward's allocations were
+    # counted with it off, and a collection due at the backward's first allocation would walk
+    # the whole graph); around the call it is the host's.
+    seen = []
+    x = ad.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    y.register_hook(lambda g: seen.append(gc.isenabled()))
+    assert gc.isenabled()
+    y.sum().backward(retain_graph=True)
+    assert gc.isenabled()
+    ad.grad(y.sum(), [x])
+    assert gc.isenabled()
+    assert seen == [False, False]
+    gc.disable()            # a host that keeps it off: left off
+    try:
+        (x * 2).sum().backward()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -1,12 +1,16 @@
 """``grad()``: gradients as values, without touching ``.grad``."""
 from __future__ import annotations
 
+import gc
+
 from autodsl.core.engine import GraphTask
 from autodsl.errors import AutogradError, TypeError_
 from autodsl.core.tensor import Tensor, make_seeds
 from autodsl.core.words import kind as value_kind
 
 __all__ = ["grad"]
+
+_gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False):
@@ -25,6 +29,17 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
     Example: ``g = grad(y, x, create_graph=true)[0]``
     """
+    held = _gc_isenabled()      # before anything is allocated: see Tensor.backward
+    if held:
+        _gc_disable()
+    try:
+        return _grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused)
+    finally:
+        if held:
+            _gc_enable()
+
+
+def _grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused):
     if retain_graph is None:
         retain_graph = create_graph
     if not isinstance(inputs, (Tensor, list, tuple)):

@@ -9,7 +9,6 @@ seed gradients.
 from __future__ import annotations
 
 import contextlib
-import gc
 import heapq
 from itertools import count
 
@@ -19,7 +18,7 @@ from autodsl.context import current
 from autodsl.core.node import AccumulateGrad, release_nodes
 from autodsl.source import SOURCE_POS, backward_pos
 from autodsl.core.watch import note_backward
-from autodsl.core.quiet import ieee
+from autodsl.core.quiet import collector_held, ieee
 
 __all__ = ["GraphTask"]
 
@@ -108,18 +107,13 @@ class GraphTask:
         the cyclic GC paused (the pass makes no reference cycles of its own, but allocates
         many small objects, and each would-be collection walks the whole live graph).
         A stepped pass enters it around each step, so nothing leaks between steps."""
-        paused = gc.isenabled()
-        if paused:
-            gc.disable()
         ctx = current()
         ctx.in_pass += 1             # ops of backward formulas are not the user's (core/watch.py)
         try:
-            with grad_mode.set_grad_enabled(self.create_graph), ieee():
+            with collector_held(), grad_mode.set_grad_enabled(self.create_graph), ieee():
                 yield
         finally:
             ctx.in_pass -= 1
-            if paused:
-                gc.enable()
 
     def steps(self):
         """The pass as a generator for a step-by-step debugger (``autodsl.core.stepper``).

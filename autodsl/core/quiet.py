@@ -1,16 +1,46 @@
-"""IEEE arithmetic without warnings: x/0 is inf, 0/0 is nan, as in PyTorch.
+"""IEEE arithmetic without warnings, and the cyclic collector held off, while autodsl runs.
 
-NumPy would warn (or raise, under ``np.seterr(all="raise")``). ``ieee()``
-scopes the backend's floating-point error state (``backend.fp_errors_off``)
-and counts the open scopes in the run context (``ieee_depth``): a Session run
-and a backward pass enter one, and ops inside skip their own.
+IEEE: x/0 is inf, 0/0 is nan, as in PyTorch. NumPy would warn (or raise, under
+``np.seterr(all="raise")``). ``ieee()`` scopes the backend's floating-point error
+state (``backend.fp_errors_off``) and counts the open scopes in the run context
+(``ieee_depth``): a Session run and a backward pass enter one, and ops inside skip
+their own.
+
+``collector_held()`` keeps the cyclic GC from running inside a backward (Note [the cost
+of an op] in ops/registry.py): the host program's setting is back when it exits.
 """
 from __future__ import annotations
+
+import gc
 
 from autodsl.backend import fp_errors_off, fp_errors_restore
 from autodsl.context import current
 
-__all__ = ["ieee"]
+__all__ = ["ieee", "collector_held"]
+
+_gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
+
+
+class collector_held:
+    """``with collector_held():`` no automatic collection inside (when the collector was on).
+
+    A backward allocates many small objects; an automatic collection they triggered would
+    walk the whole live graph, which has no reference cycles (the collector frees nothing
+    there). Outside, allocations trigger collections as the host's settings say. (A class:
+    entered once per backward and per stepped node, cheaper than a generator.)"""
+
+    __slots__ = ("_held",)
+
+    def __enter__(self):
+        self._held = _gc_isenabled()
+        if self._held:
+            _gc_disable()
+        return self
+
+    def __exit__(self, *exc):
+        if self._held:
+            _gc_enable()
+        return False
 
 
 class _IEEE:

@@ -12,6 +12,7 @@ the ops.
 """
 from __future__ import annotations
 
+import gc
 import sys
 import weakref
 
@@ -44,6 +45,8 @@ PUBLIC_METHODS = {
     "backward", "detach", "retain_grad", "zero_grad", "item", "tolist",
     "requires_grad_", "size", "dim", "numel", "register_hook",
 }
+
+_gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
 
 
 class Tensor:
@@ -359,8 +362,19 @@ class Tensor:
         tensor modified in place, self does not require grad) and ShapeError
         (gradient of the wrong shape). On error no ``.grad`` changes.
         """
-        run_backward([self], None if gradient is None else [gradient], retain_graph, create_graph,
-                     inputs=inputs)
+        # The collector is held off from before anything is allocated (Note [the cost of an op]:
+        # the forward's allocations were counted with it off, so the first allocation here would
+        # trigger a collection that walks the whole graph; after the pass the graph is freed
+        # by reference counting, and usually no collection is due at all).
+        held = _gc_isenabled()
+        if held:
+            _gc_disable()
+        try:
+            run_backward([self], None if gradient is None else [gradient], retain_graph, create_graph,
+                         inputs=inputs)
+        finally:
+            if held:
+                _gc_enable()
 
     # -- host conversion ---------------------------------------------------------------
     def numpy(self) -> "numpy.ndarray":  # noqa: F821
