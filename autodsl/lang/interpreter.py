@@ -702,11 +702,7 @@ class Interpreter:
         raise TypeError_(f"cannot apply `{op}` to {describe(a)} and {describe(b)}{hint}")
 
     def binop(self, op: str, a, b, pos: tuple):
-        ta, tb = type(a), type(b)
-        # (a tensor and a tensor or a number need no checks but `@`'s: the usual case, first)
-        if not ((ta is Tensor and (tb is Tensor or tb is float or tb is int))
-                or (tb is Tensor and (ta is float or ta is int))) or op == "@":
-            a, b = self._operands(op, a, b)
+        a, b = self._operands(op, a, b)     # (eval_Chain runs a tensor with a tensor or a number itself)
         if not (isinstance(a, Tensor) or isinstance(b, Tensor)):
             if op in ("%", "//") and b == 0:
                 raise ValueError_(f"`{op}` by zero: the {'remainder' if op == '%' else 'floor'} of a "
