@@ -112,3 +112,54 @@ def test_backward_and_grad_hold_the_collector_off_from_their_start_and_give_it_b
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_backward_with_a_collection_due_starts_none_before_its_pass_is_over():
+    # The forward's allocations are counted with the collector off (every op holds it off):
+    # with a collection due, the backward's first allocation would start one that walks the
+    # whole graph, unless backward() holds the collector off from its first line.
+    x = ad.tensor(0.5, requires_grad=True)
+    y = x
+    for _ in range(300):
+        y = ad.relu(y * 0.999 + 0.001)
+    started = []
+
+    def note(phase, info):
+        if phase == "start":
+            started.append(info["generation"])
+
+    before = gc.get_threshold()
+    gc.callbacks.append(note)
+    try:
+        gc.set_threshold(1)         # due at the next allocation the collector sees
+        y.backward()
+    finally:
+        gc.set_threshold(*before)
+        gc.callbacks.remove(note)
+    assert started == []
+    assert x.grad is not None
+
+
+def test_ops_with_a_collection_due_start_none():
+    # Each op holds the collector off from before its arguments are packed (apply1, apply2):
+    # a tuple made for apply's *inputs would otherwise be a new object that starts a collection.
+    x = ad.tensor(0.5, requires_grad=True)
+    w = ad.tensor(2.0, requires_grad=True)
+    started = []
+
+    def note(phase, info):
+        if phase == "start":
+            started.append(info["generation"])
+
+    before = gc.get_threshold()
+    y = x
+    gc.callbacks.append(note)
+    try:
+        gc.set_threshold(1)         # due at the next allocation the collector sees
+        for _ in range(200):
+            y = ad.relu(y * 0.999 + 0.001) * w - ad.sin(y)
+    finally:
+        gc.set_threshold(*before)
+        gc.callbacks.remove(note)
+    assert started == []
+    assert y.grad_fn is not None

@@ -347,9 +347,8 @@ def apply1(cls, a) -> Tensor:
     before ``apply`` can hold the collector off; where the graph keeps tuples (its edges) the
     free list of tuples runs dry, so that tuple is a new object, and the collection it triggers
     walks the whole young graph: in the pure-Python build that came at nearly every op (W1: 15
-    young collections per 3,000 nodes instead of 1, and a quarter of the time). The operators and
-    most functions call these two. Compiled, the call packs nothing that triggers a collection,
-    and they are ``apply`` itself (below)."""
+    young collections per 3,000 nodes instead of 1, and a quarter of the time); the compiled
+    build packs the same tuple. The operators and most functions call these two."""
     gc_on = _gc_isenabled()
     if gc_on:
         _gc_disable()
@@ -372,9 +371,6 @@ def apply2(cls, a, b) -> Tensor:
         if gc_on:
             _gc_enable()
 
-
-if type(apply).__name__ != "function":      # compiled: no Python frames, no tuple to fear
-    apply1 = apply2 = apply
 
 
 def _pointwise(node, arrays, params, ctx):
