@@ -134,8 +134,8 @@ class SourcePos:
 
 # Positions by (id of the code, instruction offset) and by (file, line). The first lets a node
 # made again at the same place skip the frame's line number (which scans the code's line
-# table: over a thousand instructions in a long function); its entries keep their code object,
-# so an id stays that code's while cached. The second makes every node of one source line share
+# table: over a thousand instructions in a long function); each entry keeps its code object
+# alive, so while an id is in the table no other code can have it. The second makes every node of one source line share
 # one tuple, so that a loop that makes a million nodes does not make a million more objects
 # for the cyclic GC to walk.
 _POSITIONS: dict = {}
@@ -163,7 +163,7 @@ def caller_pos(start: int = 1):
         return None
     key = (id(code), f.f_lasti)
     hit = _POSITIONS.get(key)
-    if hit is not None and hit[0] is code:
+    if hit is not None:
         return hit[1]
     if len(_POSITIONS) >= 10_000:
         _POSITIONS.clear()

@@ -45,7 +45,6 @@ from autodsl.core.limits import BIG_ALLOCATION, reserve
 from autodsl.core.journal import record_items, record_setter
 from autodsl.core.words import plain
 from autodsl.ops.elementwise import pow as tensor_pow
-from autodsl.ops.elementwise import relu as _a_builtin
 from autodsl.tools.formatting import format as format_field
 
 __all__ = ["Interpreter", "UserFunction", "Scope", "MAX_CALL_DEPTH", "translate_exception",
@@ -81,7 +80,7 @@ def _is_number(v) -> bool:
 # The types of a built-in's function (plain Python, C, or compiled by Cython): never a user
 # function, a tensor or a class, and not a tensor's bound method (register_hook): the checks
 # that a call of anything else goes through can be skipped (Interpreter.call).
-_FUNCTION_TYPES = frozenset((types.FunctionType, types.BuiltinFunctionType, type(_a_builtin)))
+_FUNCTION_TYPES = frozenset((types.FunctionType, types.BuiltinFunctionType, type(tensor_pow)))
 
 
 class _Return(BaseException):
