@@ -134,6 +134,7 @@ class OptionalBuildExt(build_ext):
         self._built = built
         if keep:
             super().run()       # optional=True: a failed C compile or link is a warning
+        _drop_dependents(built)
         failed = [e.name for e in keep if e.name not in built]
         _say(f"compiled {len(built)} of {len(COMPILED)} listed modules"
              + (f"; pure Python (failed): {', '.join(failed)}" if failed else ""))
@@ -144,6 +145,30 @@ class OptionalBuildExt(build_ext):
 
     def _remove_stale(self, built: set[str]) -> None:
         _remove_extensions(self.build_lib, keep=built)
+
+
+def _cimports(module: str) -> set[str]:
+    """The autodsl modules whose extension types ``module``'s .pxd file cimports."""
+    pxd = os.path.join(HERE, module.replace(".", os.sep) + ".pxd")
+    if not os.path.isfile(pxd):
+        return set()
+    with open(pxd, encoding="utf-8") as f:
+        return {line.split()[1] for line in f if line.startswith("from autodsl.") and " cimport " in line}
+
+
+def _drop_dependents(built: list[str]) -> None:
+    """Take out of ``built`` every module that cimports one that is not compiled: its extension
+    module checks, at import, that the classes it derives from or reads as struct members are
+    the extension types it was compiled against (Note [typed locals] in autodsl/_pure.py), so
+    it would not import beside the pure-Python one."""
+    changed = True
+    while changed:
+        changed = False
+        for name in list(built):
+            if not _cimports(name) <= set(built):
+                _say(f"{name} stays pure Python too: it cimports {', '.join(sorted(_cimports(name) - set(built)))}")
+                built.remove(name)
+                changed = True
 
 
 class BuildPy(build_py):

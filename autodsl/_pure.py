@@ -21,7 +21,7 @@ import importlib.util
 import os
 import sys
 
-__all__ = ["ENV", "enabled", "build_kind", "compiled_modules", "is_extension"]
+__all__ = ["ENV", "enabled", "build_kind", "compiled_modules", "is_extension", "cython"]
 
 ENV = "AUTODSL_PURE_PYTHON"
 _ENGINE = "autodsl.core.engine"
@@ -59,6 +59,23 @@ class SourceFinder:
     @classmethod
     def invalidate_caches(cls):
         pass
+
+
+class cython:  # noqa: N801 - it stands in for the module of that name
+    """What ``cython`` is to the compiled modules' ``.py`` files when Cython is not installed.
+
+    Note [typed locals]: a compiled module writes ``try: import cython`` / ``except ImportError:
+    from autodsl._pure import cython``. Compiled, Cython reads ``import cython`` as its own
+    directives: ``@cython.locals(node=Op)`` types a local as an extension type declared in the
+    module's ``.pxd`` (its attributes become struct fields), and ``cython.compiled`` is True.
+    Run as Python, the decorator does nothing and ``cython.compiled`` is False, whether the
+    name comes from here or from Cython's own stand-in (``Cython.Shadow``)."""
+
+    compiled = False
+
+    @staticmethod
+    def locals(**_types):
+        return lambda f: f
 
 
 def install() -> None:

@@ -137,3 +137,46 @@ def test_no_extension_module_in_the_source_tree():
         pytest.skip("not run from a source checkout")
     stale = [str(p.relative_to(ROOT)) for p in src.rglob("*") if p.name.endswith(EXT_SUFFIXES)]
     assert not stale, f"extension modules in the source tree (delete them): {stale}"
+
+
+def _setup_functions(*names: str) -> dict:
+    """setup.py's functions ``names``, defined without running setup() (messages collected)."""
+    said: list[str] = []
+    ns = {"os": os, "HERE": str(ROOT), "_say": said.append, "said": said}
+    for node in ast.parse((ROOT / "setup.py").read_text()).body:
+        if isinstance(node, ast.FunctionDef) and node.name in names:
+            exec(compile(ast.Module([node], []), "setup.py", "exec"), ns)   # noqa: S102
+    return ns
+
+
+def test_every_pxd_belongs_to_a_compiled_module_and_cimports_compiled_ones():
+    """Note [typed locals] (autodsl/_pure.py): a .pxd makes its module's classes extension types
+    and lets compiled modules read them as such, so each one and what it cimports must be compiled."""
+    if not (ROOT / "setup.py").is_file():
+        pytest.skip("not run from a source checkout")
+    listed = set(_listed_modules())
+    ns = _setup_functions("_cimports")
+    pxds = sorted(p.relative_to(ROOT).with_suffix("").as_posix().replace("/", ".")
+                  for p in (ROOT / "autodsl").rglob("*.pxd"))
+    assert {"autodsl.core.node", "autodsl.core.tensor", "autodsl.ops.registry"} <= set(pxds)
+    for name in pxds:
+        assert name in listed, f"{name}.pxd declares a module that setup.py does not compile"
+        assert ns["_cimports"](name) <= listed, name
+    assert ns["_cimports"]("autodsl.ops.registry") >= {"autodsl.core.node", "autodsl.core.tensor"}
+
+
+def test_a_module_whose_cimport_stays_pure_python_stays_pure_python_too():
+    """A compiled registry cannot import beside a pure-Python node.py (its Op derives from the
+    extension type Node): when one module fails to compile, the ones that cimport it go too."""
+    if not (ROOT / "setup.py").is_file():
+        pytest.skip("not run from a source checkout")
+    ns = _setup_functions("_cimports", "_drop_dependents")
+    built = [m for m in _listed_modules() if m != "autodsl.core.node"]
+    ns["_drop_dependents"](built)
+    for gone in ("autodsl.core.node", "autodsl.ops.registry", "autodsl.core.engine"):
+        assert gone not in built
+    assert "autodsl.core.tensor" in built and "autodsl.ops.elementwise" in built
+    assert any("autodsl.ops.registry stays pure Python too" in m for m in ns["said"])
+    everything = _listed_modules()
+    ns["_drop_dependents"](everything)
+    assert everything == _listed_modules()          # all compiled: nothing dropped

@@ -12,10 +12,14 @@ import contextlib
 import heapq
 from itertools import count
 
+try:
+    import cython
+except ImportError:
+    from autodsl._pure import cython
 from autodsl.core import grad_mode
 from autodsl.core import trace as _trace
 from autodsl.context import current
-from autodsl.core.node import AccumulateGrad, release_nodes
+from autodsl.core.node import AccumulateGrad, Node, release_nodes
 from autodsl.source import SOURCE_POS, backward_pos
 from autodsl.core.watch import note_backward
 from autodsl.core.quiet import collector_held, ieee
@@ -127,6 +131,7 @@ class GraphTask:
 
     # Note [observers]: the trace's recorder and anomaly mode watch the pass through
     # core/observer.py's PassObserver; the stepper pauses it at the one ``yield`` below.
+    @cython.locals(node=Node, nxt=Node)
     def _run(self, stepping):
         deps = self._dependencies()
         self._needed_nodes = self._needed(deps) if self.targets is not None else None
@@ -169,6 +174,7 @@ class GraphTask:
         g = outs = og = prev = None     # the loop's last gradients: Note [stealing a gradient]
         return self._commit()
 
+    @cython.locals(node=Node)
     def _evaluate(self, node, g):
         """Run one node on its summed gradient: its hooks, the capture or accumulation of a
         target or leaf, its formula and the validation of what it sends (PyTorch's

@@ -17,6 +17,10 @@ import sys
 import weakref
 
 import autodsl.backend as backend
+try:
+    import cython
+except ImportError:
+    from autodsl._pure import cython
 from autodsl.context import current
 from autodsl.core.deferred import settle
 from autodsl.core.engine import GraphTask
@@ -29,7 +33,7 @@ from autodsl.names import register_tensor_type
 from autodsl.errors import AutogradError, DeviceError, IndexError_, DTypeError, ShapeError, TypeError_, ValueError_
 from autodsl.core.words import kind as _kind
 
-__all__ = ["Tensor", "new_tensor", "as_tensor", "array_from_data", "make_seeds", "run_backward", "PUBLIC_ATTRIBUTES", "PUBLIC_METHODS"]
+__all__ = ["Tensor", "TensorBase", "new_tensor", "as_tensor", "array_from_data", "make_seeds", "run_backward", "PUBLIC_ATTRIBUTES", "PUBLIC_METHODS"]
 
 _Scalar = backend.SCALAR_TYPES
 _scalar_array = backend.scalar_array
@@ -49,16 +53,11 @@ PUBLIC_METHODS = {
 _gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
 
 
-class Tensor:
-    """An n-d array that can record the operations made on it.
-
-    Attributes (read): ``shape`` (tuple of ints), ``dtype`` (float32, float64,
-    int64, bool), ``device`` ("cpu" or "cuda"), ``requires_grad``, ``is_leaf``,
-    ``grad`` (a Tensor or None), ``grad_fn`` (the node that made it, None for
-    leaves), ``retains_grad``, ``version`` (in-place writes so far).
-
-    Make tensors with ``autodsl.core.tensor(...)`` and the other creation functions.
-    """
+class TensorBase:
+    """The fields and methods of ``Tensor`` (its base class, as ``torch._C.TensorBase`` is
+    torch.Tensor's): the compiled build makes it an extension type (core/tensor.pxd), whose
+    fields compiled code reads as struct members; ``Tensor`` stays a Python class, so that
+    the ops can install their methods on it."""
 
     __slots__ = ("_data", "_version", "_base", "_requires_grad", "grad_fn", "_grad",
                  "_retains_grad", "_accumulate", "device", "_view_chain", "_gen", "_base_gen",
@@ -473,6 +472,20 @@ class Tensor:
         p.text(self._format("dsl"))
 
 
+class Tensor(TensorBase):
+    """An n-d array that can record the operations made on it.
+
+    Attributes (read): ``shape`` (tuple of ints), ``dtype`` (float32, float64,
+    int64, bool), ``device`` ("cpu" or "cuda"), ``requires_grad``, ``is_leaf``,
+    ``grad`` (a Tensor or None), ``grad_fn`` (the node that made it, None for
+    leaves), ``retains_grad``, ``version`` (in-place writes so far).
+
+    Make tensors with ``autodsl.core.tensor(...)`` and the other creation functions.
+    """
+
+    __slots__ = ()
+
+
 def make_seeds(tensors, grad_tensors, what: str):
     """Check the roots of a backward and pair each root's node with its seed gradient.
 
@@ -633,11 +646,18 @@ def _share_views(t: Tensor, out: Tensor) -> None:
 _new_object = object.__new__
 
 
+@cython.locals(t=TensorBase)
 def new_tensor(data, device: str) -> Tensor:
     """``Tensor(data, _device=device)`` without the keyword handling: an op's output (``data`` an
     array of ``device``, or a NumPy scalar from 0-d arithmetic, kept as a 0-d array)."""
     if isinstance(data, _Scalar):
         data = _scalar_array(data)
+    if cython.compiled:     # (the fields start as None, 0 and False: core/tensor.pxd)
+        t = TensorBase.__new__(Tensor)
+        t._data = data
+        t._version = [0]
+        t.device = device
+        return t
     t = _new_object(Tensor)
     t._data = data
     t._version = [0]

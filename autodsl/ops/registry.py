@@ -19,7 +19,11 @@ import gc
 import weakref
 
 import autodsl.backend as backend
-from autodsl.context import current, current_or_none
+try:
+    import cython
+except ImportError:
+    from autodsl._pure import cython
+from autodsl.context import RunContext, current, current_or_none
 from autodsl.backend import kind_of, namespace_of
 from autodsl.core import grad_mode
 from autodsl.core.watch import after_op
@@ -28,7 +32,7 @@ from autodsl.source import caller_pos
 from autodsl.errors import DeviceError, DSLError, ShapeError
 from autodsl.ops import chunked
 from autodsl.ops.formula import ARRAYS, TENSORS
-from autodsl.core.tensor import PUBLIC_METHODS, Tensor, new_tensor
+from autodsl.core.tensor import PUBLIC_METHODS, Tensor, TensorBase, new_tensor
 from autodsl.errors import DTypeError, IndexError_, TypeError_, ValueError_
 from autodsl.core.words import plain
 from autodsl.ops.promotion import fast_pair, promoted, to_tensors
@@ -142,6 +146,7 @@ class Op(Node):
     # than a formula (several passes, hooks into the engine) define ``backward(self, g)`` instead.
     formula = None
 
+    @cython.locals(ctx=RunContext)
     def apply(self, g):
         if self.formula is None:
             cap = (current_or_none() or current()).capture
@@ -178,6 +183,7 @@ def defop(name: str, *, node_name: str | None = None, public: bool = True):
     return deco
 
 
+@cython.locals(ctx=RunContext, node=Op, t=TensorBase, out=TensorBase, src=TensorBase, a=TensorBase, b=TensorBase)
 def apply(cls, *inputs, **params) -> Tensor:
     """Run op ``cls`` on ``inputs`` (Tensors or numbers) and record its node when needed.
 
@@ -226,15 +232,23 @@ def apply(cls, *inputs, **params) -> Tensor:
                     break
         node._record = record
         node.inputs = tensors
-        node._saved = node._retained = node._pre_hooks = None
-        node._released = False
+        if not cython.compiled:     # (compiled, a new node starts with None and False there)
+            node._saved = node._retained = node._pre_hooks = None
+            node._released = False
         if record:      # before forward, so that forward saves only what the needed gradients use
+            # (the usual arities spelled out, with Tensor._gradient_edge inlined: views were
+            # refreshed above)
             if len(tensors) == 2 and diff is None:
                 a, b = tensors
-                node.next_edges = (a._gradient_edge() if a._requires_grad else None,
-                                   b._gradient_edge() if b._requires_grad else None)
+                node.next_edges = (
+                    None if not a._requires_grad else a.grad_fn if a.grad_fn is not None
+                    else a._accumulate if a._accumulate is not None else a._accumulate_node(),
+                    None if not b._requires_grad else b.grad_fn if b.grad_fn is not None
+                    else b._accumulate if b._accumulate is not None else b._accumulate_node())
             elif len(tensors) == 1:
-                node.next_edges = (tensors[0]._gradient_edge(),)       # (it requires grad: record)
+                a = tensors[0]      # (it requires grad: record)
+                node.next_edges = (a.grad_fn if a.grad_fn is not None else a._accumulate
+                                   if a._accumulate is not None else a._accumulate_node(),)
             else:
                 node.next_edges = tuple(
                     t._gradient_edge() if t._requires_grad and (diff is None or i in diff) else None

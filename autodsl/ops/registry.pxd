@@ -1,0 +1,7 @@
+# The compiled build's declaration of Op (Note [typed locals] in autodsl/_pure.py).
+from autodsl.context cimport RunContext
+from autodsl.core.node cimport Node
+from autodsl.core.tensor cimport TensorBase
+
+cdef class Op(Node):
+    cdef public object _record, inputs, _consts, _params, _out_ref, _out_scalar
