@@ -72,6 +72,7 @@ class cython:  # noqa: N801 - it stands in for the module of that name
     name comes from here or from Cython's own stand-in (``Cython.Shadow``)."""
 
     compiled = False
+    bint = bool
 
     @staticmethod
     def locals(**_types):

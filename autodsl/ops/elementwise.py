@@ -12,7 +12,7 @@ from autodsl.errors import DTypeError, ValueError_
 from autodsl.core.tensor import Tensor
 from autodsl.core.node import SavedTensor
 from autodsl.ops.formula import TENSORS, define
-from autodsl.ops.registry import Op, apply, apply1, apply2, defop
+from autodsl.ops.registry import Op, apply, apply1, apply2, defop, mark_pointwise
 from autodsl.ops.promotion import constant_value
 from autodsl.core import deferred
 from autodsl.errors import TypeError_
@@ -758,6 +758,5 @@ define("where_zero", lambda c, a: backend.where(c, a, backend.zero_of(a)),
        lambda c, a: where(Tensor(c) if not isinstance(c, Tensor) else c, a, 0.0))
 
 # forwards that work element by element: a huge one runs in pieces (ops/chunked.py)
-for _op in (Add, Sub, Mul, Div, Neg, Pow, Exp, Log, Sqrt, Sin, Cos, Tan, Tanh, Sigmoid, Relu,
-            ThresholdBackward, Abs, Sign, Clamp, ClampMin, ClampMax, Where, Maximum, Minimum, Clone):
-    _op.pointwise = True
+mark_pointwise(Add, Sub, Mul, Div, Neg, Pow, Exp, Log, Sqrt, Sin, Cos, Tan, Tanh, Sigmoid, Relu,
+               ThresholdBackward, Abs, Sign, Clamp, ClampMin, ClampMax, Where, Maximum, Minimum, Clone)

@@ -5,3 +5,7 @@ from autodsl.core.tensor cimport TensorBase
 
 cdef class Op(Node):
     cdef public object _record, inputs, _consts, _params, _out_ref, _out_scalar
+
+cdef class OpFlags:
+    cdef public object cls, promote, differentiable
+    cdef public bint pair, floating, never_differentiable, pointwise, moves_device, view

@@ -40,9 +40,11 @@ from autodsl.ops.op_limits import check_op
 from autodsl.core.limits import memory_error
 
 _gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
+_weakref = weakref.ref
 _ndarray = backend.HOST_ARRAY   # (a NumPy array is on the host: the test without a call, for every op)
 
-__all__ = ["Op", "defop", "apply", "apply1", "apply2", "REGISTRY", "OpInfo", "to_op", "install"]
+__all__ = ["Op", "defop", "apply", "apply1", "apply2", "REGISTRY", "OpInfo", "OpFlags", "mark_pointwise", "to_op",
+           "install"]
 
 
 class OpInfo:
@@ -65,6 +67,45 @@ class OpInfo:
 REGISTRY: dict[str, OpInfo] = {}
 
 
+class OpFlags:
+    """The class attributes of an op class that ``apply`` reads for every op, read once.
+
+    Note [op flags]: an op states its flags (``promote``, ``view``, ``pointwise``...) as class
+    attributes; ``apply`` reads them from the class's ``_op_flags`` (made on the class's first
+    op), so that compiled they are struct members and not a class lookup each (ops/registry.pxd).
+    They are facts of the class: set them in its body, or with ``mark_pointwise`` before it
+    runs an op, never on a class that has already run one."""
+
+    __slots__ = ("cls", "promote", "pair", "floating", "differentiable", "never_differentiable",
+                 "pointwise", "moves_device", "view")
+
+    def __init__(self, cls):
+        self.cls = cls
+        self.promote = cls.promote
+        self.pair = cls.promote is True         # promote both of two inputs (fast_pair)
+        self.floating = bool(cls.floating)
+        self.differentiable = cls.differentiable
+        self.never_differentiable = bool(cls.never_differentiable)
+        self.pointwise = bool(cls.pointwise)
+        self.moves_device = bool(cls.moves_device)
+        self.view = bool(cls.view)
+
+
+def _op_flags(cls) -> OpFlags:
+    """``cls``'s OpFlags, made and kept on the class the first time (Note [op flags])."""
+    flags = OpFlags(cls)
+    type.__setattr__(cls, "_op_flags", flags)
+    return flags
+
+
+def mark_pointwise(*classes) -> None:
+    """Mark op classes as pointwise (their forward works element by element, so a huge one
+    runs in pieces: ops/chunked.py), after their definition (Note [op flags])."""
+    for cls in classes:
+        cls.pointwise = True
+        type.__setattr__(cls, "_op_flags", None)
+
+
 class Op(Node):
     """Base class of op nodes (see the module doc).
 
@@ -81,6 +122,7 @@ class Op(Node):
     __slots__ = ("_record", "inputs", "_consts", "_params", "_out_ref", "_out_scalar")
 
     differentiable = None
+    _op_flags = None        # (Note [op flags]: made on the class's first op)
     view = False
     never_differentiable = False
     save_output = False   # append the output to the saved tensors (exp, sigmoid, ...)
@@ -146,7 +188,7 @@ class Op(Node):
     # than a formula (several passes, hooks into the engine) define ``backward(self, g)`` instead.
     formula = None
 
-    @cython.locals(ctx=RunContext)
+    @cython.locals(ctx=RunContext, g=TensorBase)
     def apply(self, g):
         if self.formula is None:
             cap = (current_or_none() or current()).capture
@@ -169,7 +211,8 @@ class Op(Node):
         if n == 1:      # (a one-input op: no generator to make)
             a = outs[0]
             return (g if a is data else None if a is None else new_tensor(a, device),)
-        return tuple(g if o is data else None if o is None else new_tensor(o, device) for o in outs)
+        # (a list, not a generator: compiled, a generator's closure cannot read the typed g)
+        return tuple([g if o is data else None if o is None else new_tensor(o, device) for o in outs])
 
 
 def defop(name: str, *, node_name: str | None = None, public: bool = True):
@@ -183,7 +226,7 @@ def defop(name: str, *, node_name: str | None = None, public: bool = True):
     return deco
 
 
-@cython.locals(ctx=RunContext, node=Op, t=TensorBase, out=TensorBase, src=TensorBase, a=TensorBase, b=TensorBase)
+@cython.locals(ctx=RunContext, flags=OpFlags, view=cython.bint, node=Op, t=TensorBase, out=TensorBase, src=TensorBase, a=TensorBase, b=TensorBase)
 def apply(cls, *inputs, **params) -> Tensor:
     """Run op ``cls`` on ``inputs`` (Tensors or numbers) and record its node when needed.
 
@@ -198,16 +241,19 @@ def apply(cls, *inputs, **params) -> Tensor:
     if gc_on:
         _gc_disable()
     try:
+        flags = cls._op_flags
+        if flags is None or flags.cls is not cls:       # (inherited: a base class's)
+            flags = _op_flags(cls)
         tensors = None
-        if cls.promote is True and len(inputs) == 2:
+        if flags.pair and len(inputs) == 2:
             tensors = fast_pair(cls, inputs[0], inputs[1])
-        elif len(inputs) == 1 and type(inputs[0]) is Tensor and (not cls.floating or (
+        elif len(inputs) == 1 and type(inputs[0]) is Tensor and (not flags.floating or (
                 inputs[0]._data.dtype.kind == "f" if type(inputs[0]._data) is _ndarray
                 else kind_of(inputs[0]._data.dtype) == "f")):
             tensors = inputs        # one tensor: nothing to promote unless the op needs a float
         if tensors is None:
             try:
-                tensors = promoted(cls, inputs, to_op) if cls.promote else to_tensors(inputs)
+                tensors = promoted(cls, inputs, to_op) if flags.promote else to_tensors(inputs)
             except TypeError_ as e:         # as_tensor's words do not know the op: name it
                 raise TypeError_(f"{_said(cls)}: {e.message}") from None
             device = tensors[0].device if tensors else backend.get_default_device()
@@ -222,10 +268,10 @@ def apply(cls, *inputs, **params) -> Tensor:
                 t._refresh_view()       # a view made before its base's last in-place op (ops/inplace.py)
         ctx = current_or_none() or current()
         node = cls.__new__(cls)
-        diff = cls.differentiable
+        diff = flags.differentiable
         record = False
         grad_on = ctx.grad_enabled
-        if grad_on and not cls.never_differentiable:
+        if grad_on and not flags.never_differentiable:
             for i, t in enumerate(tensors):
                 if t._requires_grad and (diff is None or i in diff):
                     record = True
@@ -263,7 +309,7 @@ def apply(cls, *inputs, **params) -> Tensor:
             check_op(ctx.limits, cls, arrays, params)
         try:
             # (both inputs at most 4096 elements: the result is at most 2^24, never pieced)
-            if cls.pointwise and (arrays[0].size > 4096 or arrays[-1].size > 4096 or len(arrays) > 2) \
+            if flags.pointwise and (arrays[0].size > 4096 or arrays[-1].size > 4096 or len(arrays) > 2) \
                     and chunked.may_be_large(arrays):
                 out_arr = _pointwise(node, arrays, params, ctx)
             # inside a Session run or a backward: IEEE results already set; off the host (CuPy never
@@ -284,17 +330,18 @@ def apply(cls, *inputs, **params) -> Tensor:
         except MemoryError as e:            # NumPy could not allocate the result: say how much
             raise memory_error(e, f"{cls.op_name}'s result") from None
         # a NumPy scalar becomes a 0-d array; only to() moves data to another device
-        out = Tensor(out_arr) if cls.moves_device else new_tensor(out_arr, device)
+        out = Tensor(out_arr) if flags.moves_device else new_tensor(out_arr, device)
         out_arr = out._data
-        if arrays and (out_arr is arrays[0] or out_arr is arrays[-1]) and not cls.view \
+        view = flags.view
+        if arrays and (out_arr is arrays[0] or out_arr is arrays[-1]) and not view \
                 and backend.is_lazy(out_arr):
             # dask may give back the input's own array object (einsum "ij->ij"); a write rebinds
             # the object it writes, so the result gets an object of its own (the same graph)
             out._data = out_arr = backend.copy(out_arr)
         # a lazy device shares no memory: there a view op is a view by what it is (a basic index,
         # a reshape...), and writes reach the base and its other views by rebinding (ops/inplace.py)
-        lazy_view = cls.view and backend.is_lazy(out_arr) and getattr(node, "basic", True)
-        if cls.view and tensors and (lazy_view or backend.may_share_memory(out_arr, tensors[0]._data)):
+        lazy_view = view and backend.is_lazy(out_arr) and getattr(node, "basic", True)
+        if view and tensors and (lazy_view or backend.may_share_memory(out_arr, tensors[0]._data)):
             src = tensors[0]
             out._version = src._version
             out._base = src._base if src._base is not None else src
@@ -337,14 +384,14 @@ def apply(cls, *inputs, **params) -> Tensor:
                 dts = tuple(d.dtype for d in arrays)
                 node.input_dtypes = None if all(d == dt for d in dts) else dts
             node.input_shapes = _SHAPES.get(shapes) or _intern_shapes(shapes)
-            node._out_ref = weakref.ref(out)                   # graph() shows outputs' values
+            node._out_ref = _weakref(out)                   # graph() shows outputs' values
             if out_arr.ndim == 0:
                 node._out_scalar = out_arr
             if node.save_output:
                 node._saved = (node._saved or ()) + (SavedOutput(out),)
             out.grad_fn = node
             out._requires_grad = True
-        if ctx.anomaly is not None or not (record or ctx.in_pass or grad_on and not cls.never_differentiable):
+        if ctx.anomaly is not None or not (record or ctx.in_pass or grad_on and not flags.never_differentiable):
             after_op(cls, tensors, out, node if record else None, grad_on)    # anomaly mode; why()
         if ctx.capture is not None:         # compile() is recording this call (core/capture.py)
             ctx.capture.op(cls, node, inputs, tensors, params, out, record)

@@ -13,7 +13,7 @@ from autodsl.backend import kind_of, namespace_of
 from autodsl.core.words import shown
 from autodsl.errors import TypeError_, ValueError_
 from autodsl.ops.elementwise import sigmoid, where
-from autodsl.ops.registry import Op, apply, apply1, apply2, defop
+from autodsl.ops.registry import Op, apply, apply1, apply2, defop, mark_pointwise
 
 __all__ = ["atan2", "digamma", "expm1", "lgamma", "log1p", "logsigmoid", "polygamma", "softplus", "square"]
 
@@ -259,5 +259,4 @@ def polygamma(n, input):
 
 
 # forwards that work element by element: a huge one runs in pieces (ops/chunked.py)
-for _op in (Atan2, Log1p, Expm1, Square, Softplus, Logsigmoid, Lgamma, Digamma, Polygamma):
-    _op.pointwise = True
+mark_pointwise(Atan2, Log1p, Expm1, Square, Softplus, Logsigmoid, Lgamma, Digamma, Polygamma)
