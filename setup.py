@@ -39,6 +39,7 @@ COMPILED = [
     "autodsl/core/grad_mode.py",
     "autodsl/core/node.py",
     "autodsl/core/tensor.py",
+    "autodsl/core/tensor_fields.py",
     "autodsl/ops/elementwise.py",
     "autodsl/ops/formula.py",
     "autodsl/ops/promotion.py",

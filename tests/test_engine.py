@@ -307,10 +307,11 @@ def test_broadcast_gradient_reduced_to_input_shape():
 def test_an_ops_output_starts_as_a_made_tensor_does():
     """new_tensor (an op's output, made without Tensor.__init__) sets every slot as __init__ does."""
     import numpy as np
-    from autodsl.core.tensor import Tensor, TensorBase, new_tensor
+    from autodsl.core.tensor import Tensor, new_tensor
+    from autodsl.core.tensor_fields import TensorFields
     a = np.asarray([1.0, 2.0])
     made, fast = Tensor(a, _device="cpu"), new_tensor(a, "cpu")
-    for slot in TensorBase.__slots__:
+    for slot in TensorFields.__slots__:
         if slot == "__weakref__":
             continue
         mv, fv = getattr(made, slot), getattr(fast, slot)

@@ -20,6 +20,7 @@ from autodsl.core import grad_mode
 from autodsl.core import trace as _trace
 from autodsl.context import current
 from autodsl.core.node import AccumulateGrad, Node, release_nodes
+from autodsl.core.tensor_fields import TensorFields
 from autodsl.source import SOURCE_POS, backward_pos
 from autodsl.core.watch import note_backward
 from autodsl.core.quiet import collector_held, ieee
@@ -103,14 +104,13 @@ class GraphTask:
                 next(gen)           # without stepping the pass never stops on the way
             except StopIteration as done:
                 return done.value
-        raise AssertionError("unreachable: the backward pass paused without stepping")  # pragma: no cover
+        raise AssertionError("unreachable: a backward pass without stepping paused")  # pragma: no cover
 
     @contextlib.contextmanager
     def running(self):
-        """The state the pass runs in: grad mode as create_graph asks, IEEE arithmetic, and
-        the cyclic GC paused (the pass makes no reference cycles of its own, but allocates
-        many small objects, and each would-be collection walks the whole live graph).
-        A stepped pass enters it around each step, so nothing leaks between steps."""
+        """The state the pass runs in: grad mode as create_graph asks, IEEE arithmetic, and the
+        cyclic GC paused (the pass makes no cycles, but each collection its many small objects
+        would trigger walks the whole graph). A stepped pass enters it around each step."""
         ctx = current()
         ctx.in_pass += 1             # ops of backward formulas are not the user's (core/watch.py)
         try:
@@ -131,7 +131,7 @@ class GraphTask:
 
     # Note [observers]: the trace's recorder and anomaly mode watch the pass through
     # core/observer.py's PassObserver; the stepper pauses it at the one ``yield`` below.
-    @cython.locals(node=Node, nxt=Node)
+    @cython.locals(node=Node, nxt=Node, og=TensorFields)
     def _run(self, stepping):
         deps = self._dependencies()
         self._needed_nodes = self._needed(deps) if self.targets is not None else None
@@ -141,9 +141,7 @@ class GraphTask:
         for o in obs:
             o.start(dict(deps), self.create_graph)
         create_graph = self.create_graph
-        buffers = {}
-        heap = []
-        tick = count()
+        buffers, heap, tick = {}, [], count()
         for node, g in self.seeds:
             prev = buffers.get(node)
             buffers[node] = g if prev is None else _add(prev, g, create_graph)
@@ -235,6 +233,7 @@ class GraphTask:
             o.finish(staged)
         return self._captured
 
+@cython.locals(a=TensorFields, b=TensorFields)
 def _add(a, b, create_graph):
     if create_graph:
         return a + b

@@ -2,8 +2,13 @@
 # as extension types their attributes are struct fields, which compiled code typed as these
 # classes reads and writes without a lookup. The .py class bodies stay the pure-Python build.
 
+from autodsl.core.tensor_fields cimport TensorFields
+
 cdef class SavedTensor:
     cdef public object tensor, version
+
+cdef class SavedOutput:
+    cdef public object data, counter, version, device, cls
 
 cdef class Node:
     cdef public object next_edges, input_shapes, input_dtypes, pos, _saved, _retained, _pre_hooks

@@ -16,6 +16,11 @@ import itertools
 import re
 import sys
 
+try:
+    import cython
+except ImportError:
+    from autodsl._pure import cython
+
 from autodsl.source import SOURCE_POS, caller_pos, format_pos, pos_text
 from autodsl.backend import kind_of
 from autodsl.context import current
@@ -23,6 +28,7 @@ from autodsl.core.journal import record_attrs, record_items
 from autodsl.names import names_of
 from autodsl.errors import AutogradError, DeviceError, DTypeError, ShapeError, TypeError_
 from autodsl.core.words import kind as value_kind
+from autodsl.core.tensor_fields import TensorFields
 
 __all__ = ["Node", "AccumulateGrad", "SavedTensor", "SavedOutput", "next_seq_nr", "RemovableHandle",
            "write_record", "release_nodes"]
@@ -42,15 +48,18 @@ class SavedTensor:
 
     __slots__ = ("tensor", "version")
 
+    @cython.locals(tensor=TensorFields)
     def __init__(self, tensor):
         self.tensor = tensor
         self.version = tensor._version[0]
 
+    @cython.locals(t=TensorFields)
     def unpack(self, node: "Node", index: int):
         t = self.tensor
         _check_version(node, index, t._version, self.version, t._data.shape, tensor=t)
         return t
 
+    @cython.locals(t=TensorFields)
     def unpack_array(self, node: "Node", index: int):
         t = self.tensor
         if t._version[0] != self.version:
@@ -70,6 +79,7 @@ class SavedOutput:
 
     __slots__ = ("data", "counter", "version", "device", "cls")
 
+    @cython.locals(tensor=TensorFields)
     def __init__(self, tensor):
         self.data = tensor._data
         self.counter = tensor._version
@@ -219,6 +229,7 @@ class Node:
             self._saved = None
             self._released = True
 
+    @cython.locals(g=TensorFields, og=TensorFields)
     def validate_outputs(self, outs, g):
         """What ``apply(g)`` returned, as one gradient per edge reduced to each input's shape and
         cast to its floating dtype (PyTorch's validate_outputs: ops never un-broadcast).

@@ -1,9 +1,6 @@
-# The compiled build's declaration of TensorBase (Note [typed locals] in autodsl/_pure.py). A new
-# one starts with None, 0 and False in its fields, which new_tensor relies on there.
+# The compiled build's declaration of TensorBase (Note [typed locals] in autodsl/_pure.py): its
+# methods read the fields of TensorFields as struct members.
+from autodsl.core.tensor_fields cimport TensorFields
 
-cdef class TensorBase:
-    cdef public object _data, _version, _base, grad_fn, _grad, _accumulate, device
-    cdef public object _view_chain, _pos, _views, _alias
-    cdef public bint _requires_grad, _retains_grad
-    cdef public Py_ssize_t _gen, _base_gen
-    cdef object __weakref__
+cdef class TensorBase(TensorFields):
+    pass

@@ -27,6 +27,7 @@ from autodsl.core.engine import GraphTask
 from autodsl.core.journal import record_attrs, record_grad
 from autodsl.core.limits import reserve
 from autodsl.core.node import AccumulateGrad
+from autodsl.core.tensor_fields import TensorFields
 from autodsl.core.tensor_repr import tensor_repr
 from autodsl.source import SOURCE_POS, caller_pos, warn_user
 from autodsl.names import register_tensor_type
@@ -53,15 +54,13 @@ PUBLIC_METHODS = {
 _gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
 
 
-class TensorBase:
-    """The fields and methods of ``Tensor`` (its base class, as ``torch._C.TensorBase`` is
-    torch.Tensor's): the compiled build makes it an extension type (core/tensor.pxd), whose
-    fields compiled code reads as struct members; ``Tensor`` stays a Python class, so that
-    the ops can install their methods on it."""
+class TensorBase(TensorFields):
+    """The methods of ``Tensor`` on its fields (``Tensor``'s base class, as ``torch._C.TensorBase``
+    is torch.Tensor's; core/tensor_fields.py): the compiled build makes it an extension type
+    (core/tensor.pxd), whose methods read the fields as struct members; ``Tensor`` stays a
+    Python class, so that the ops can install their methods on it."""
 
-    __slots__ = ("_data", "_version", "_base", "_requires_grad", "grad_fn", "_grad",
-                 "_retains_grad", "_accumulate", "device", "_view_chain", "_gen", "_base_gen",
-                 "_pos", "_views", "_alias", "__weakref__")
+    __slots__ = ()
 
     __array_priority__ = 1000  # numpy scalars defer to our dunders
 

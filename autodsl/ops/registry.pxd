@@ -9,3 +9,5 @@ cdef class Op(Node):
 cdef class OpFlags:
     cdef public object cls, promote, differentiable
     cdef public bint pair, floating, never_differentiable, pointwise, moves_device, view
+
+cdef object _apply(object cls, tuple inputs, object params)

@@ -226,7 +226,6 @@ def defop(name: str, *, node_name: str | None = None, public: bool = True):
     return deco
 
 
-@cython.locals(ctx=RunContext, flags=OpFlags, view=cython.bint, node=Op, t=TensorBase, out=TensorBase, src=TensorBase, a=TensorBase, b=TensorBase)
 def apply(cls, *inputs, **params) -> Tensor:
     """Run op ``cls`` on ``inputs`` (Tensors or numbers) and record its node when needed.
 
@@ -241,164 +240,183 @@ def apply(cls, *inputs, **params) -> Tensor:
     if gc_on:
         _gc_disable()
     try:
-        flags = cls._op_flags
-        if flags is None or flags.cls is not cls:       # (inherited: a base class's)
-            flags = _op_flags(cls)
-        tensors = None
-        if flags.pair and len(inputs) == 2:
-            tensors = fast_pair(cls, inputs[0], inputs[1])
-        elif len(inputs) == 1 and type(inputs[0]) is Tensor and (not flags.floating or (
-                inputs[0]._data.dtype.kind == "f" if type(inputs[0]._data) is _ndarray
-                else kind_of(inputs[0]._data.dtype) == "f")):
-            tensors = inputs        # one tensor: nothing to promote unless the op needs a float
-        if tensors is None:
-            try:
-                tensors = promoted(cls, inputs, to_op) if flags.promote else to_tensors(inputs)
-            except TypeError_ as e:         # as_tensor's words do not know the op: name it
-                raise TypeError_(f"{_said(cls)}: {e.message}") from None
-            device = tensors[0].device if tensors else backend.get_default_device()
-            for t in tensors:
-                if t.device != device:
-                    raise DeviceError(f"{cls.op_name}: tensors on different devices ({device} and {t.device}); "
-                                      f"move them to one device, e.g. .to(\"{device}\") on the {t.device} one")
-        else:
-            device = tensors[0].device
-        for t in tensors:
-            if t._base is not None and t._base_gen != t._base._gen:
-                t._refresh_view()       # a view made before its base's last in-place op (ops/inplace.py)
-        ctx = current_or_none() or current()
-        node = cls.__new__(cls)
-        diff = flags.differentiable
-        record = False
-        grad_on = ctx.grad_enabled
-        if grad_on and not flags.never_differentiable:
-            for i, t in enumerate(tensors):
-                if t._requires_grad and (diff is None or i in diff):
-                    record = True
-                    break
-        node._record = record
-        node.inputs = tensors
-        if not cython.compiled:     # (compiled, a new node starts with None and False there)
-            node._saved = node._retained = node._pre_hooks = None
-            node._released = False
-        if record:      # before forward, so that forward saves only what the needed gradients use
-            # (the usual arities spelled out, with Tensor._gradient_edge inlined: views were
-            # refreshed above)
-            if len(tensors) == 2 and diff is None:
-                a, b = tensors
-                node.next_edges = (
-                    None if not a._requires_grad else a.grad_fn if a.grad_fn is not None
-                    else a._accumulate if a._accumulate is not None else a._accumulate_node(),
-                    None if not b._requires_grad else b.grad_fn if b.grad_fn is not None
-                    else b._accumulate if b._accumulate is not None else b._accumulate_node())
-            elif len(tensors) == 1:
-                a = tensors[0]      # (it requires grad: record)
-                node.next_edges = (a.grad_fn if a.grad_fn is not None else a._accumulate
-                                   if a._accumulate is not None else a._accumulate_node(),)
-            else:
-                node.next_edges = tuple(
-                    t._gradient_edge() if t._requires_grad and (diff is None or i in diff) else None
-                    for i, t in enumerate(tensors))
-        if len(tensors) == 2:
-            arrays = (tensors[0]._data, tensors[1]._data)
-        elif len(tensors) == 1:
-            arrays = (tensors[0]._data,)
-        else:
-            arrays = [t._data for t in tensors]
-        if ctx.limits is not None:          # a Session's time or memory limit (ops/op_limits.py)
-            check_op(ctx.limits, cls, arrays, params)
-        try:
-            # (both inputs at most 4096 elements: the result is at most 2^24, never pieced)
-            if flags.pointwise and (arrays[0].size > 4096 or arrays[-1].size > 4096 or len(arrays) > 2) \
-                    and chunked.may_be_large(arrays):
-                out_arr = _pointwise(node, arrays, params, ctx)
-            # inside a Session run or a backward: IEEE results already set; off the host (CuPy never
-            # warns, dask computes later: backend/ieee_tasks.py) there is no NumPy state to set
-            elif ctx.ieee_depth or (arrays and type(arrays[0]) is not _ndarray
-                                    and not backend.on_host(arrays[0])):
-                out_arr = node.forward(*arrays, **params)
-            else:
-                token = backend.fp_errors_off()
-                try:
-                    out_arr = node.forward(*arrays, **params)
-                finally:
-                    backend.fp_errors_restore(token)
-        except DSLError:
-            raise
-        except (ValueError, IndexError, TypeError) as e:
-            raise _translate(cls, tensors, e) from None
-        except MemoryError as e:            # NumPy could not allocate the result: say how much
-            raise memory_error(e, f"{cls.op_name}'s result") from None
-        # a NumPy scalar becomes a 0-d array; only to() moves data to another device
-        out = Tensor(out_arr) if flags.moves_device else new_tensor(out_arr, device)
-        out_arr = out._data
-        view = flags.view
-        if arrays and (out_arr is arrays[0] or out_arr is arrays[-1]) and not view \
-                and backend.is_lazy(out_arr):
-            # dask may give back the input's own array object (einsum "ij->ij"); a write rebinds
-            # the object it writes, so the result gets an object of its own (the same graph)
-            out._data = out_arr = backend.copy(out_arr)
-        # a lazy device shares no memory: there a view op is a view by what it is (a basic index,
-        # a reshape...), and writes reach the base and its other views by rebinding (ops/inplace.py)
-        lazy_view = view and backend.is_lazy(out_arr) and getattr(node, "basic", True)
-        if view and tensors and (lazy_view or backend.may_share_memory(out_arr, tensors[0]._data)):
-            src = tensors[0]
-            out._version = src._version
-            out._base = src._base if src._base is not None else src
-            # the steps that make this view from its base: replayed when the base gets a new
-            # history (in-place op) and by in-place writes through indexing views (CopySlices)
-            out._view_chain = (() if src._base is None else src._view_chain) + ((cls, params),)
-            out._base_gen = out._base._gen
-            if lazy_view:
-                if out._base._views is None:
-                    out._base._views = weakref.WeakSet()
-                out._base._views.add(out)
-        node.inputs = None
-        if record:
-            node.seq_nr = next_seq_nr()
-            pos = ctx.pos       # (a SourcePos is never false: no truth test, which would call its __len__)
-            node.pos = pos if pos is not None else caller_pos(_FRAMES_TO_CALLER)
-            edges = node.next_edges
-            node._params = params or None
-            # the inputs no edge supplies, by reference (not copies): a replay reads them, graph()
-            # shows a scalar one (x * 0.5)
-            if None in edges:
-                if len(arrays) == 2:
-                    d0, d1 = arrays
-                    node._consts = (d0 if edges[0] is None else None, d1 if edges[1] is None else None)
-                else:
-                    node._consts = tuple(d if e is None else None for d, e in zip(arrays, edges))
-            dt = out_arr.dtype
-            # Note [node memory]: a graph is mostly nodes, and most nodes of a graph have the same
-            # input shapes: one interned tuple serves them all.
-            if len(arrays) == 1:             # (the usual arities spelled out: this runs for every op)
-                d0 = arrays[0]
-                shapes = (d0.shape,)
-                node.input_dtypes = None if d0.dtype == dt else (d0.dtype,)   # None: all the output's
-            elif len(arrays) == 2:
-                d0, d1 = arrays
-                shapes = (d0.shape, d1.shape)
-                node.input_dtypes = None if d0.dtype == dt and d1.dtype == dt else (d0.dtype, d1.dtype)
-            else:
-                shapes = tuple(d.shape for d in arrays)
-                dts = tuple(d.dtype for d in arrays)
-                node.input_dtypes = None if all(d == dt for d in dts) else dts
-            node.input_shapes = _SHAPES.get(shapes) or _intern_shapes(shapes)
-            node._out_ref = _weakref(out)                   # graph() shows outputs' values
-            if out_arr.ndim == 0:
-                node._out_scalar = out_arr
-            if node.save_output:
-                node._saved = (node._saved or ()) + (SavedOutput(out),)
-            out.grad_fn = node
-            out._requires_grad = True
-        if ctx.anomaly is not None or not (record or ctx.in_pass or grad_on and not flags.never_differentiable):
-            after_op(cls, tensors, out, node if record else None, grad_on)    # anomaly mode; why()
-        if ctx.capture is not None:         # compile() is recording this call (core/capture.py)
-            ctx.capture.op(cls, node, inputs, tensors, params, out, record)
-        return out
+        return _apply(cls, inputs, params)
     finally:
         if gc_on:
             _gc_enable()
+
+
+@cython.locals(ctx=RunContext, flags=OpFlags, view=cython.bint, node=Op, t=TensorBase, out=TensorBase, src=TensorBase, a=TensorBase, b=TensorBase)
+def _apply(cls, inputs: tuple, params):
+    """``apply``'s work, with the collector already held off. ``params``: the op's keyword
+    parameters, a dict or None (apply1 and apply2 make no dict). Compiled, this is a C
+    function (ops/registry.pxd): the operators and functions reach it without a Python call."""
+    flags = cls._op_flags
+    if flags is None or flags.cls is not cls:       # (inherited: a base class's)
+        flags = _op_flags(cls)
+    tensors = None
+    if flags.pair and len(inputs) == 2:
+        tensors = fast_pair(cls, inputs[0], inputs[1])
+    elif len(inputs) == 1 and type(inputs[0]) is Tensor and (not flags.floating or (
+            inputs[0]._data.dtype.kind == "f" if type(inputs[0]._data) is _ndarray
+            else kind_of(inputs[0]._data.dtype) == "f")):
+        tensors = inputs        # one tensor: nothing to promote unless the op needs a float
+    if tensors is None:
+        try:
+            tensors = promoted(cls, inputs, to_op) if flags.promote else to_tensors(inputs)
+        except TypeError_ as e:         # as_tensor's words do not know the op: name it
+            raise TypeError_(f"{_said(cls)}: {e.message}") from None
+        device = tensors[0].device if tensors else backend.get_default_device()
+        for t in tensors:
+            if t.device != device:
+                raise DeviceError(f"{cls.op_name}: tensors on different devices ({device} and {t.device}); "
+                                  f"move them to one device, e.g. .to(\"{device}\") on the {t.device} one")
+    else:
+        a = tensors[0]
+        device = a.device
+    for t in tensors:
+        if t._base is not None and t._base_gen != t._base._gen:
+            t._refresh_view()       # a view made before its base's last in-place op (ops/inplace.py)
+    ctx = current_or_none() or current()
+    node = cls.__new__(cls)
+    diff = flags.differentiable
+    record = False
+    grad_on = ctx.grad_enabled
+    if grad_on and not flags.never_differentiable:
+        for i, t in enumerate(tensors):
+            if t._requires_grad and (diff is None or i in diff):
+                record = True
+                break
+    node._record = record
+    node.inputs = tensors
+    if not cython.compiled:     # (compiled, a new node starts with None and False there)
+        node._saved = node._retained = node._pre_hooks = None
+        node._released = False
+    if record:      # before forward, so that forward saves only what the needed gradients use
+        # (the usual arities spelled out, with Tensor._gradient_edge inlined: views were
+        # refreshed above)
+        if len(tensors) == 2 and diff is None:
+            a, b = tensors
+            node.next_edges = (
+                None if not a._requires_grad else a.grad_fn if a.grad_fn is not None
+                else a._accumulate if a._accumulate is not None else a._accumulate_node(),
+                None if not b._requires_grad else b.grad_fn if b.grad_fn is not None
+                else b._accumulate if b._accumulate is not None else b._accumulate_node())
+        elif len(tensors) == 1:
+            a = tensors[0]      # (it requires grad: record)
+            node.next_edges = (a.grad_fn if a.grad_fn is not None else a._accumulate
+                               if a._accumulate is not None else a._accumulate_node(),)
+        else:
+            node.next_edges = tuple([
+                t._gradient_edge() if t._requires_grad and (diff is None or i in diff) else None
+                for i, t in enumerate(tensors)])
+    if len(tensors) == 2:
+        a, b = tensors
+        arrays = (a._data, b._data)
+    elif len(tensors) == 1:
+        a = tensors[0]
+        arrays = (a._data,)
+    else:
+        arrays = [t._data for t in tensors]
+    if ctx.limits is not None:          # a Session's time or memory limit (ops/op_limits.py)
+        check_op(ctx.limits, cls, arrays, params or {})
+    try:
+        # (both inputs at most 4096 elements: the result is at most 2^24, never pieced)
+        if flags.pointwise and (arrays[0].size > 4096 or arrays[-1].size > 4096 or len(arrays) > 2) \
+                and chunked.may_be_large(arrays):
+            out_arr = _pointwise(node, arrays, params or {}, ctx)
+        # inside a Session run or a backward: IEEE results already set; off the host (CuPy never
+        # warns, dask computes later: backend/ieee_tasks.py) there is no NumPy state to set
+        else:
+            token = None if ctx.ieee_depth or (arrays and type(arrays[0]) is not _ndarray
+                                               and not backend.on_host(arrays[0])) \
+                else backend.fp_errors_off()
+            try:
+                # (the usual calls spelled out: no argument tuple or keyword dict to pack)
+                if params:
+                    out_arr = node.forward(*arrays, **params)
+                elif len(arrays) == 2:
+                    out_arr = node.forward(arrays[0], arrays[1])
+                elif len(arrays) == 1:
+                    out_arr = node.forward(arrays[0])
+                else:
+                    out_arr = node.forward(*arrays)
+            finally:
+                if token is not None:
+                    backend.fp_errors_restore(token)
+    except DSLError:
+        raise
+    except (ValueError, IndexError, TypeError) as e:
+        raise _translate(cls, tensors, e) from None
+    except MemoryError as e:            # NumPy could not allocate the result: say how much
+        raise memory_error(e, f"{cls.op_name}'s result") from None
+    # a NumPy scalar becomes a 0-d array; only to() moves data to another device
+    out = Tensor(out_arr) if flags.moves_device else new_tensor(out_arr, device)
+    out_arr = out._data
+    view = flags.view
+    if arrays and (out_arr is arrays[0] or out_arr is arrays[-1]) and not view \
+            and backend.is_lazy(out_arr):
+        # dask may give back the input's own array object (einsum "ij->ij"); a write rebinds
+        # the object it writes, so the result gets an object of its own (the same graph)
+        out._data = out_arr = backend.copy(out_arr)
+    # a lazy device shares no memory: there a view op is a view by what it is (a basic index,
+    # a reshape...), and writes reach the base and its other views by rebinding (ops/inplace.py)
+    lazy_view = view and backend.is_lazy(out_arr) and getattr(node, "basic", True)
+    if view and tensors and (lazy_view or backend.may_share_memory(out_arr, tensors[0]._data)):
+        src = tensors[0]
+        out._version = src._version
+        out._base = src._base if src._base is not None else src
+        # the steps that make this view from its base: replayed when the base gets a new
+        # history (in-place op) and by in-place writes through indexing views (CopySlices)
+        out._view_chain = (() if src._base is None else src._view_chain) + ((cls, params or {}),)
+        out._base_gen = out._base._gen
+        if lazy_view:
+            if out._base._views is None:
+                out._base._views = weakref.WeakSet()
+            out._base._views.add(out)
+    node.inputs = None
+    if record:
+        node.seq_nr = next_seq_nr()
+        pos = ctx.pos       # (a SourcePos is never false: no truth test, which would call its __len__)
+        node.pos = pos if pos is not None else caller_pos(_FRAMES_TO_CALLER)
+        edges = node.next_edges
+        node._params = params or None
+        # the inputs no edge supplies, by reference (not copies): a replay reads them, graph()
+        # shows a scalar one (x * 0.5)
+        if None in edges:
+            if len(arrays) == 2:
+                d0, d1 = arrays
+                node._consts = (d0 if edges[0] is None else None, d1 if edges[1] is None else None)
+            else:
+                node._consts = tuple([d if e is None else None for d, e in zip(arrays, edges)])
+        dt = out_arr.dtype
+        # Note [node memory]: a graph is mostly nodes, and most nodes of a graph have the same
+        # input shapes: one interned tuple serves them all.
+        if len(arrays) == 1:             # (the usual arities spelled out: this runs for every op)
+            d0 = arrays[0]
+            shapes = (d0.shape,)
+            node.input_dtypes = None if d0.dtype == dt else (d0.dtype,)   # None: all the output's
+        elif len(arrays) == 2:
+            d0, d1 = arrays
+            shapes = (d0.shape, d1.shape)
+            node.input_dtypes = None if d0.dtype == dt and d1.dtype == dt else (d0.dtype, d1.dtype)
+        else:
+            shapes = tuple([d.shape for d in arrays])
+            dts = tuple([d.dtype for d in arrays])
+            node.input_dtypes = None if all([d == dt for d in dts]) else dts
+        node.input_shapes = _SHAPES.get(shapes) or _intern_shapes(shapes)
+        node._out_ref = _weakref(out)                   # graph() shows outputs' values
+        if out_arr.ndim == 0:
+            node._out_scalar = out_arr
+        if node.save_output:
+            node._saved = (node._saved or ()) + (SavedOutput(out),)
+        out.grad_fn = node
+        out._requires_grad = True
+    if ctx.anomaly is not None or not (record or ctx.in_pass or grad_on and not flags.never_differentiable):
+        after_op(cls, tensors, out, node if record else None, grad_on)    # anomaly mode; why()
+    if ctx.capture is not None:         # compile() is recording this call (core/capture.py)
+        ctx.capture.op(cls, node, inputs, tensors, params or {}, out, record)
+    return out
 
 
 def apply1(cls, a) -> Tensor:
@@ -414,7 +432,7 @@ def apply1(cls, a) -> Tensor:
     if gc_on:
         _gc_disable()
     try:
-        return apply(cls, a)
+        return _apply(cls, (a,), None)
     finally:
         if gc_on:
             _gc_enable()
@@ -427,7 +445,7 @@ def apply2(cls, a, b) -> Tensor:
     if gc_on:
         _gc_disable()
     try:
-        return apply(cls, a, b)
+        return _apply(cls, (a, b), None)
     finally:
         if gc_on:
             _gc_enable()
