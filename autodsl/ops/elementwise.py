@@ -20,6 +20,8 @@ from autodsl.core.tensor import as_tensor
 from autodsl.core.words import kind
 from autodsl.ops.rounding import rounded_div
 
+_f64_array = backend.f64_scalar_array
+
 # The ops every network and chain uses state their derivative once, as a ``formula`` that runs
 # on arrays without create_graph and on Tensors with it (Note [one formula], ops/formula.py).
 # The others write ``backward(self, g)`` with autodsl's ops.
@@ -41,6 +43,9 @@ class Add(Op):
             if kind_of(a.dtype) == "b" and kind_of(b.dtype) == "b":
                 return _xp(a).logical_or(a, b)
             raise
+
+    def forward_f64(self, x, y):        # Note [0-d fast path] (ops/registry.py)
+        return _f64_array(x + y)
 
     rule = ("grad", "grad")
     passes_gradient = True
@@ -64,6 +69,9 @@ class Sub(Op):
                                  "not both', or convert them first with .to(int64)") from None
             raise
 
+    def forward_f64(self, x, y):        # Note [0-d fast path] (ops/registry.py)
+        return _f64_array(x - y)
+
     rule = ("grad", "-grad")
 
     formula_expr = ('{g}', '-{g}')
@@ -79,16 +87,25 @@ class Mul(Op):
     expr = "{0} * {1}"
     promote = True
     def forward(self, a, b):
-        if self._record:        # torch: keep y only for x's gradient and x only for y's
-            x, y = self.inputs
-            ea, eb = self.next_edges
-            self._saved = (None if eb is None else SavedTensor(x), None if ea is None else SavedTensor(y))
+        if self._record:
+            self._save_inputs()
         try:
             return a * b
         except TypeError:               # torch: bool * bool is "and"; the standard has no bool *
             if kind_of(a.dtype) == "b" and kind_of(b.dtype) == "b":
                 return _xp(a).logical_and(a, b)
             raise
+
+    def forward_f64(self, x, y):        # Note [0-d fast path] (ops/registry.py)
+        if self._record:
+            self._save_inputs()
+        return _f64_array(x * y)
+
+    def _save_inputs(self) -> None:
+        """torch: keep y only for x's gradient and x only for y's."""
+        x, y = self.inputs
+        ea, eb = self.next_edges
+        self._saved = (None if eb is None else SavedTensor(x), None if ea is None else SavedTensor(y))
 
     rule = ("grad * b", "grad * a")
 

@@ -42,6 +42,7 @@ from autodsl.core.limits import memory_error
 _gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
 _weakref = weakref.ref
 _ndarray = backend.HOST_ARRAY   # (a NumPy array is on the host: the test without a call, for every op)
+_F64 = backend.HOST_F64
 
 __all__ = ["Op", "defop", "apply", "apply1", "apply2", "REGISTRY", "OpInfo", "OpFlags", "mark_pointwise", "to_op",
            "install"]
@@ -77,7 +78,7 @@ class OpFlags:
     runs an op, never on a class that has already run one."""
 
     __slots__ = ("cls", "promote", "pair", "floating", "differentiable", "never_differentiable",
-                 "pointwise", "moves_device", "view")
+                 "pointwise", "moves_device", "view", "f64")
 
     def __init__(self, cls):
         self.cls = cls
@@ -89,6 +90,14 @@ class OpFlags:
         self.pointwise = bool(cls.pointwise)
         self.moves_device = bool(cls.moves_device)
         self.view = bool(cls.view)
+        # Note [0-d fast path]: only where the class's forward_f64 is beside the forward it stands
+        # for (a subclass that writes another forward does not inherit the fast path)
+        self.f64 = cls.forward_f64 is not None and _defined_in(cls, "forward_f64") is _defined_in(cls, "forward")
+
+
+def _defined_in(cls, name: str):
+    """The class of ``cls``'s method resolution order whose body defines ``name``."""
+    return next((k for k in cls.__mro__ if name in k.__dict__), None)
 
 
 def _op_flags(cls) -> OpFlags:
@@ -140,6 +149,9 @@ class Op(Node):
     passes_gradient = False
     # the forward is ``xp.<array_function>(a)`` and nothing else (tanh): see ``specialize``
     array_function = None
+    # ``forward_f64(self, x, y)``: forward on two Python floats, for two 0-d float64 host arrays
+    # (Note [0-d fast path])
+    forward_f64 = None
     # the formula on arrays as one expression per input ("{g} * {1}": {g} the gradient, {0},
     # {1} the saved values), when it is only operators: what a compiled program writes
     # instead of calling it (core/program.py); see ``formula_exprs``
@@ -325,6 +337,14 @@ def _apply(cls, inputs: tuple, params):
         if flags.pointwise and (arrays[0].size > 4096 or arrays[-1].size > 4096 or len(arrays) > 2) \
                 and chunked.may_be_large(arrays):
             out_arr = _pointwise(node, arrays, params or {}, ctx)
+        elif flags.f64 and len(arrays) == 2 and not params and type(arrays[0]) is _ndarray \
+                and type(arrays[1]) is _ndarray and arrays[0].dtype is _F64 and arrays[1].dtype is _F64 \
+                and arrays[0].ndim == 0 and arrays[1].ndim == 0:
+            # Note [0-d fast path]: two 0-d float64 arrays (W1-W3's graphs are all such ops).
+            # Python's float arithmetic is the same IEEE double arithmetic, rounded the same way,
+            # and never warns, so there is no NumPy error state to set, no 0-d ufunc call
+            # (which returns a NumPy scalar, made a 0-d array again), only the array of the result.
+            out_arr = node.forward_f64(float(arrays[0]), float(arrays[1]))
         # inside a Session run or a backward: IEEE results already set; off the host (CuPy never
         # warns, dask computes later: backend/ieee_tasks.py) there is no NumPy state to set
         else:
