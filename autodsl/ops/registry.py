@@ -102,8 +102,7 @@ def _defined_in(cls, name: str):
 
 def _op_flags(cls) -> OpFlags:
     """``cls``'s OpFlags, made and kept on the class the first time (Note [op flags])."""
-    flags = OpFlags(cls)
-    type.__setattr__(cls, "_op_flags", flags)
+    flags = cls._op_flags = OpFlags(cls)
     return flags
 
 
@@ -112,7 +111,7 @@ def mark_pointwise(*classes) -> None:
     runs in pieces: ops/chunked.py), after their definition (Note [op flags])."""
     for cls in classes:
         cls.pointwise = True
-        type.__setattr__(cls, "_op_flags", None)
+        cls._op_flags = None
 
 
 class Op(Node):
@@ -258,7 +257,8 @@ def apply(cls, *inputs, **params) -> Tensor:
             _gc_enable()
 
 
-@cython.locals(ctx=RunContext, flags=OpFlags, view=cython.bint, node=Op, t=TensorBase, out=TensorBase, src=TensorBase, a=TensorBase, b=TensorBase)
+@cython.locals(ctx=RunContext, flags=OpFlags, view=cython.bint, node=Op, t=TensorBase, out=TensorBase,
+               src=TensorBase, a=TensorBase, b=TensorBase)
 def _apply(cls, inputs: tuple, params):
     """``apply``'s work, with the collector already held off. ``params``: the op's keyword
     parameters, a dict or None (apply1 and apply2 make no dict). Compiled, this is a C
