@@ -122,3 +122,17 @@ class _OtherMul(REGISTRY["mul"].cls):
 def test_a_subclass_with_its_own_forward_does_not_take_the_fast_path():
     out = apply(_OtherMul, ad.tensor(2.0, dtype=ad.float64), ad.tensor(3.0, dtype=ad.float64))
     assert float(out) == 7.0 and _OtherMul._op_flags.f64 is False
+
+
+def test_relus_0d_fast_path_gives_np_maximums_values_bit_for_bit():
+    neg_nan = -np.float64("nan")
+    for v in [*SPECIAL, neg_nan]:
+        got = ad.relu(ad.tensor(v, dtype=ad.float64))._data
+        want = np.maximum(np.asarray(v), np.zeros(()))
+        assert type(got) is np.ndarray and got.shape == () and got.dtype == np.float64
+        assert got.tobytes() == want.tobytes(), v
+    assert REGISTRY["relu"].cls._op_flags.f64
+    x = ad.tensor(-0.5, requires_grad=True, dtype=ad.float64)
+    w = ad.tensor(0.25, requires_grad=True, dtype=ad.float64)
+    (ad.relu(x) + ad.relu(w) * 3.0).backward()
+    assert float(x.grad) == 0.0 and float(w.grad) == 3.0

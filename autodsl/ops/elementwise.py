@@ -386,6 +386,9 @@ class Relu(Op):
     def forward(self, a):
         return _xp(a).maximum(a, backend.zero_of(a))     # a zero of a's dtype: bool stays bool
 
+    def forward_f64(self, x):           # Note [0-d fast path] (ops/registry.py): np.maximum's
+        return _f64_array(x if x > 0.0 or x != x else 0.0)     # +0.0 for -0.0, a nan as it came
+
     @classmethod
     def specialize(cls, arrays, params):
         maximum, zero = _xp(arrays[0]).maximum, backend.zero_of(arrays[0])

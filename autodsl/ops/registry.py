@@ -148,8 +148,8 @@ class Op(Node):
     passes_gradient = False
     # the forward is ``xp.<array_function>(a)`` and nothing else (tanh): see ``specialize``
     array_function = None
-    # ``forward_f64(self, x, y)``: forward on two Python floats, for two 0-d float64 host arrays
-    # (Note [0-d fast path])
+    # ``forward_f64(self, x[, y])``: forward on Python floats, for one or two 0-d float64 host
+    # arrays, as many as the op's inputs (Note [0-d fast path])
     forward_f64 = None
     # the formula on arrays as one expression per input ("{g} * {1}": {g} the gradient, {0},
     # {1} the saved values), when it is only operators: what a compiled program writes
@@ -337,14 +337,15 @@ def _apply(cls, inputs: tuple, params):
         if flags.pointwise and (arrays[0].size > 4096 or arrays[-1].size > 4096 or len(arrays) > 2) \
                 and chunked.may_be_large(arrays):
             out_arr = _pointwise(node, arrays, params or {}, ctx)
-        elif flags.f64 and len(arrays) == 2 and not params and type(arrays[0]) is _ndarray \
-                and type(arrays[1]) is _ndarray and arrays[0].dtype is _F64 and arrays[1].dtype is _F64 \
-                and arrays[0].ndim == 0 and arrays[1].ndim == 0:
-            # Note [0-d fast path]: two 0-d float64 arrays (W1-W3's graphs are all such ops).
+        elif flags.f64 and not params and type(arrays[0]) is _ndarray and arrays[0].dtype is _F64 \
+                and arrays[0].ndim == 0 and (len(arrays) == 1 or len(arrays) == 2 and type(arrays[1])
+                                             is _ndarray and arrays[1].dtype is _F64 and arrays[1].ndim == 0):
+            # Note [0-d fast path]: one or two 0-d float64 arrays (W1-W3's graphs are all such ops).
             # Python's float arithmetic is the same IEEE double arithmetic, rounded the same way,
             # and never warns, so there is no NumPy error state to set, no 0-d ufunc call
             # (which returns a NumPy scalar, made a 0-d array again), only the array of the result.
-            out_arr = node.forward_f64(float(arrays[0]), float(arrays[1]))
+            out_arr = node.forward_f64(float(arrays[0])) if len(arrays) == 1 \
+                else node.forward_f64(float(arrays[0]), float(arrays[1]))
         # inside a Session run or a backward: IEEE results already set; off the host (CuPy never
         # warns, dask computes later: backend/ieee_tasks.py) there is no NumPy state to set
         else:
