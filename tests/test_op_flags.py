@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 import autodsl as ad
+from autodsl.backend import floats
+from autodsl.ops.formula import ARRAYS, FLOATS
 from autodsl.ops.registry import REGISTRY, Op, OpFlags, apply, mark_pointwise
 
 FIELDS = ("promote", "floating", "differentiable", "never_differentiable", "pointwise", "moves_device", "view")
@@ -136,3 +138,120 @@ def test_relus_0d_fast_path_gives_np_maximums_values_bit_for_bit():
     w = ad.tensor(0.25, requires_grad=True, dtype=ad.float64)
     (ad.relu(x) + ad.relu(w) * 3.0).backward()
     assert float(x.grad) == 0.0 and float(w.grad) == 3.0
+
+
+# sin and cos: the C library's functions on finite floats, where they give NumPy's bits here
+# (backend/floats.py checks that at import); NumPy's own value for infinities and nans.
+
+TRIG_VALUES = [*SPECIAL, np.pi, -np.pi / 2, 1e22, 2.0 ** 1023, 1e-300, 710.0,
+               *np.random.default_rng(7).uniform(-50.0, 50.0, 200).tolist()]
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_sin_and_cos_of_0d_float64_are_numpys_bits_and_never_warn(name):
+    fn, ufunc = getattr(ad, name), getattr(np, name)
+    with np.errstate(all="ignore"):
+        want = ufunc(np.array(TRIG_VALUES))     # (an array: the bits a 0-d result must share)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for v, w in zip(TRIG_VALUES, want):
+            got = fn(ad.tensor(v, dtype=ad.float64))._data
+            assert type(got) is np.ndarray and got.shape == () and got.dtype == np.float64
+            assert got.tobytes() == w.tobytes() or (np.isnan(got) and np.isnan(w)), v
+    assert REGISTRY[name].cls._op_flags.f64 is floats.LIBM_TRIG
+
+
+def test_the_float_trig_functions_are_numpys_also_where_they_call_numpy():
+    for fn, ufunc in ((floats.sin, np.sin), (floats.cos, np.cos)):
+        for v in TRIG_VALUES:
+            with np.errstate(all="ignore"):
+                want = ufunc(np.float64(v))
+            got = fn(float(v))
+            assert type(got) is float
+            assert np.float64(got).tobytes() == want.tobytes() or (np.isnan(got) and np.isnan(want)), v
+
+
+# The formulas of those ops run on Python floats in a backward of 0-d float64 gradients
+# (ops/formula.py's FLOATS): each must give the bits it gives on arrays.
+
+F64_OPS = ["sub", "mul", "relu", "sin", "cos"]     # (add's formula passes g on: it stays on arrays)
+
+
+def test_the_ops_whose_formulas_run_on_floats_are_the_fast_paths_ops():
+    fast = {name for name, info in REGISTRY.items() if OpFlags(info.cls).f64_formula}
+    assert fast == ({"sub", "mul", "relu", "sin", "cos"} if floats.LIBM_TRIG else {"sub", "mul", "relu"})
+    assert OpFlags(REGISTRY["add"].cls).f64 and not OpFlags(REGISTRY["add"].cls).f64_formula
+GRAD_VALUES = [0.5, -0.0, 0.0, 1e308, 5e-324, float("inf"), float("-inf"), float("nan"), -3.0]
+
+
+@pytest.mark.parametrize("name", F64_OPS)
+def test_each_fast_formula_gives_its_array_formulas_bits(name):
+    cls = REGISTRY[name].cls
+    if not OpFlags(cls).f64_formula:
+        pytest.skip(f"{name} has no 0-d fast path on this machine (backend/floats.py)")
+    arity = 1 if name in ("relu", "sin", "cos") else 2
+    for g in GRAD_VALUES:
+        for x in SPECIAL:
+            for y in (SPECIAL if arity == 2 else [None]):
+                inputs = [ad.tensor(x, requires_grad=True, dtype=ad.float64)]
+                if arity == 2:
+                    inputs.append(ad.tensor(y, requires_grad=True, dtype=ad.float64))
+                with np.errstate(all="ignore"):
+                    out = apply(cls, *inputs)
+                node = out.grad_fn
+                saved = node.saved_arrays if node._saved is not None else ()
+                with np.errstate(all="ignore"):
+                    want = node.formula(ARRAYS, np.array(g), *saved)
+                    got = node.formula(FLOATS, g, *[None if s is None else float(s) for s in saved])
+                for w, o in zip(want, got):
+                    assert (w is None) == (o is None)
+                    if w is not None:
+                        assert type(o) is float, (name, g, x, y)
+                        w = np.asarray(w, dtype=np.float64)
+                        assert np.float64(o).tobytes() == w.tobytes() or (np.isnan(o) and np.isnan(w)), (name, g, x, y)
+
+
+def _chain_grads(shape):
+    """d/dx and d/dw of a graph that uses every op with a 0-d fast path, fan-out included."""
+    x = ad.tensor(np.full(shape, 0.7), requires_grad=True)
+    w = ad.tensor(np.full(shape, -1.3), requires_grad=True)
+    y = x
+    for _ in range(5):
+        y = ad.relu(ad.sin(y) * ad.cos(w) - y * 0.25 + w)
+    (y + x * w).backward(ad.tensor(np.full(shape, 1.5)))
+    return x.grad._data, w.grad._data
+
+
+def test_a_0d_backward_gives_the_bits_of_the_same_backward_on_arrays():
+    gx, gw = _chain_grads(())
+    ax, aw = _chain_grads((1,))         # (shape (1,): every op and formula on NumPy's arrays)
+    assert gx.shape == () and gx.tobytes() == ax.tobytes() and gw.tobytes() == aw.tobytes()
+
+
+def test_relus_fast_gradient_is_a_tensor_of_its_own_and_add_passes_its_gradient_on():
+    x = ad.tensor(0.5, requires_grad=True, dtype=ad.float64)
+    r = ad.relu(x)
+    g = ad.tensor(2.0, dtype=ad.float64)
+    (gr,) = r.grad_fn.apply(g)
+    assert gr is not g and gr._data is not g._data and float(gr) == 2.0
+    s = x + x
+    a, b = s.grad_fn.apply(g)
+    assert a is g and b is g
+
+
+class _OtherFormulaMul(REGISTRY["mul"].cls):
+    """A subclass with a formula of its own: its formula must run on arrays, not on floats."""
+    __slots__ = ()
+
+    def formula(self, F, g, x, y):
+        assert type(g) is np.ndarray
+        return (g * 2.0 if y is not None else None), (g * 3.0 if x is not None else None)
+
+
+def test_a_subclass_with_its_own_formula_does_not_run_it_on_floats():
+    x = ad.tensor(2.0, requires_grad=True, dtype=ad.float64)
+    w = ad.tensor(3.0, requires_grad=True, dtype=ad.float64)
+    out = apply(_OtherFormulaMul, x, w)
+    assert float(out) == 6.0 and _OtherFormulaMul._op_flags.f64 and not _OtherFormulaMul._op_flags.f64_formula
+    out.backward()
+    assert float(x.grad) == 2.0 and float(w.grad) == 3.0

@@ -237,7 +237,7 @@ class GraphTask:
 def _add(a, b, create_graph):
     if create_graph:
         return a + b
-    out = type(a)(a._data + b._data, _device=a.device)
+    out = a._plus(b)
     cap = current().capture
     if cap is not None:         # compile() is recording (core/capture.py)
         cap.add(a._data, b._data, out._data)

@@ -38,6 +38,7 @@ __all__ = ["Tensor", "TensorBase", "new_tensor", "as_tensor", "array_from_data",
 
 _Scalar = backend.SCALAR_TYPES
 _scalar_array = backend.scalar_array
+_ndarray, _F64, _f64_array = backend.HOST_ARRAY, backend.HOST_F64, backend.f64_scalar_array
 _HOST_NUMBER = backend.HOST_BOOL + backend.HOST_INT + backend.HOST_FLOAT
 
 # What the language may read on a tensor; the op registry adds its methods to
@@ -248,6 +249,17 @@ class TensorBase(TensorFields):
         self._grad = None
         if current().capture is not None:
             current().capture.grad_none(self)
+
+    def _plus(self, other: "Tensor") -> "Tensor":
+        """``self + other``, unrecorded, of two arrays of one device: the engine's sums of the
+        gradients sent to one node."""
+        x, y = self._data, other._data
+        if type(self) is not Tensor:
+            return type(self)(x + y, _device=self.device)
+        if type(x) is _ndarray and type(y) is _ndarray and x.dtype is _F64 and y.dtype is _F64 \
+                and x.ndim == 0 and y.ndim == 0:        # Note [0-d fast path] (ops/registry.py)
+            return new_tensor(_f64_array(float(x) + float(y)), self.device)
+        return new_tensor(x + y, self.device)
 
     def _grad_update(self, g: "Tensor", create_graph: bool):
         """AccumulateGrad, first half: what ``.grad`` becomes, computed without changing anything.

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 
 import autodsl.backend as backend
+from autodsl.backend import floats
 from autodsl.backend import kind_of, namespace_of
 from autodsl.errors import DTypeError, ValueError_
 from autodsl.core.tensor import Tensor
@@ -21,6 +22,7 @@ from autodsl.core.words import kind
 from autodsl.ops.rounding import rounded_div
 
 _f64_array = backend.f64_scalar_array
+_f64_sin, _f64_cos = floats.sin, floats.cos
 
 # The ops every network and chain uses state their derivative once, as a ``formula`` that runs
 # on arrays without create_graph and on Tensors with it (Note [one formula], ops/formula.py).
@@ -296,6 +298,12 @@ class Sin(Op):
         self.save_for_backward(self.inputs[0])
         return _xp(a).sin(a)
 
+    if floats.LIBM_TRIG:
+        def forward_f64(self, x):       # Note [0-d fast path] (ops/registry.py)
+            if self._record:            # (save_for_backward's work for one tensor, without its calls)
+                self._saved = (SavedTensor(self.inputs[0]),)
+            return _f64_array(_f64_sin(x))
+
     rule = ("grad * cos(a)",)
 
     def formula(self, F, g, x):
@@ -312,6 +320,12 @@ class Cos(Op):
     def forward(self, a):
         self.save_for_backward(self.inputs[0])
         return _xp(a).cos(a)
+
+    if floats.LIBM_TRIG:
+        def forward_f64(self, x):       # Note [0-d fast path] (ops/registry.py)
+            if self._record:            # (save_for_backward's work for one tensor, without its calls)
+                self._saved = (SavedTensor(self.inputs[0]),)
+            return _f64_array(_f64_cos(x))
 
     rule = ("-grad * sin(a)",)
 

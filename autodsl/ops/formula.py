@@ -8,15 +8,19 @@ so NumPy's arithmetic is all it costs); with create_graph it runs with
 Operators (``g * y``, ``-g``) mean the same on both; functions come from ``F``.
 The results are bit-identical: the recorded ops compute the same arithmetic on the
 same arrays (tests/test_plain_backward.py).
+
+An op with a 0-d fast path (``forward_f64``, Note [0-d fast path] in ops/registry.py) also
+runs its formula with ``F = FLOATS`` on Python floats, when the gradient and the saved values
+are 0-d float64 host arrays: the same IEEE double arithmetic, without NumPy's 0-d calls.
 """
 from __future__ import annotations
 
 import autodsl.backend as backend
-from autodsl.backend import namespace_of
+from autodsl.backend import floats, namespace_of
 
 _ndarray = backend.HOST_ARRAY
 
-__all__ = ["ARRAYS", "TENSORS", "define", "forward_of"]
+__all__ = ["ARRAYS", "FLOATS", "TENSORS", "define", "forward_of"]
 
 
 class _Arrays:
@@ -45,6 +49,21 @@ class _Arrays:
         return backend.where(x <= 0, backend.zero_of(g), g)
 
 
+class _Floats:
+    """``F`` on Python floats, for the formulas of the ops with a 0-d fast path: NumPy's
+    float64 values bit for bit (tests/test_op_flags.py)."""
+
+    __slots__ = ()
+
+    sin = staticmethod(floats.sin)
+    cos = staticmethod(floats.cos)
+
+    @staticmethod
+    def threshold_backward(g, x):
+        # -(-g): a new float with g's bits (a gradient of its own, as on arrays: never g passed on)
+        return 0.0 if x <= 0.0 else -(-g)
+
+
 class _Tensors:
     """``F`` on Tensors: the ops themselves, registered by their modules at import."""
 
@@ -52,6 +71,7 @@ class _Tensors:
 
 
 ARRAYS = _Arrays()
+FLOATS = _Floats()
 TENSORS = _Tensors()
 
 

@@ -8,6 +8,6 @@ cdef class Op(Node):
 
 cdef class OpFlags:
     cdef public object cls, promote, differentiable
-    cdef public bint pair, floating, never_differentiable, pointwise, moves_device, view, f64
+    cdef public bint pair, floating, never_differentiable, pointwise, moves_device, view, f64, f64_formula
 
 cdef object _apply(object cls, tuple inputs, object params)

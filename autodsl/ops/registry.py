@@ -31,7 +31,7 @@ from autodsl.core.node import Node, SavedOutput, next_seq_nr
 from autodsl.source import caller_pos
 from autodsl.errors import DeviceError, DSLError, ShapeError
 from autodsl.ops import chunked
-from autodsl.ops.formula import ARRAYS, TENSORS
+from autodsl.ops.formula import ARRAYS, FLOATS, TENSORS
 from autodsl.core.tensor import PUBLIC_METHODS, Tensor, TensorBase, new_tensor
 from autodsl.errors import DTypeError, IndexError_, TypeError_, ValueError_
 from autodsl.core.words import plain
@@ -43,6 +43,7 @@ _gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
 _weakref = weakref.ref
 _ndarray = backend.HOST_ARRAY   # (a NumPy array is on the host: the test without a call, for every op)
 _F64 = backend.HOST_F64
+_f64_array = backend.f64_scalar_array
 
 __all__ = ["Op", "defop", "apply", "apply1", "apply2", "REGISTRY", "OpInfo", "OpFlags", "mark_pointwise", "to_op",
            "install"]
@@ -78,7 +79,7 @@ class OpFlags:
     runs an op, never on a class that has already run one."""
 
     __slots__ = ("cls", "promote", "pair", "floating", "differentiable", "never_differentiable",
-                 "pointwise", "moves_device", "view", "f64")
+                 "pointwise", "moves_device", "view", "f64", "f64_formula")
 
     def __init__(self, cls):
         self.cls = cls
@@ -93,6 +94,10 @@ class OpFlags:
         # Note [0-d fast path]: only where the class's forward_f64 is beside the forward it stands
         # for (a subclass that writes another forward does not inherit the fast path)
         self.f64 = cls.forward_f64 is not None and _defined_in(cls, "forward_f64") is _defined_in(cls, "forward")
+        # its formula on Python floats too (ops/formula.py's FLOATS): where the formula is the one
+        # written beside that fast path, and computes something (add's passes g on: nothing to gain)
+        self.f64_formula = self.f64 and cls.formula is not None and not cls.passes_gradient and \
+            _defined_in(cls, "formula") is _defined_in(cls, "forward_f64")
 
 
 def _defined_in(cls, name: str):
@@ -208,9 +213,15 @@ class Op(Node):
         if ctx.grad_enabled:      # create_graph: record the formula's ops
             return self.formula(TENSORS, g, *self.saved_tensors)
         data = g._data
+        device = g.device
+        flags = type(self)._op_flags
+        if flags is not None and flags.f64_formula and type(data) is _ndarray and data.dtype is _F64 \
+                and data.ndim == 0 and ctx.capture is None and flags.cls is type(self):
+            outs = _formula_f64(self, g, data, device)
+            if outs is not None:
+                return outs
         outs = self.formula(ARRAYS, data, *self.saved_arrays) if self._saved is not None or self._released \
             else self.formula(ARRAYS, data)
-        device = g.device
         if ctx.capture is not None:
             return _captured_formula(self, ctx.capture, g, outs)
         # g passed through unchanged (add's, sub's first) stays the same Tensor
@@ -224,6 +235,48 @@ class Op(Node):
             return (g if a is data else None if a is None else new_tensor(a, device),)
         # (a list, not a generator: compiled, a generator's closure cannot read the typed g)
         return tuple([g if o is data else None if o is None else new_tensor(o, device) for o in outs])
+
+
+# (gf an object: compiled, a C double would make a new float at each use, and `a is gf` false)
+@cython.locals(node=Op, g=TensorBase, gf=object)
+def _formula_f64(node, g, data, device):
+    """Note [0-d fast path], backward: ``node``'s formula on Python floats (ops/formula.py's
+    FLOATS), for a 0-d float64 host gradient ``data`` (``g``'s array) and saved values that are
+    all 0-d float64 host arrays too (else None: the formula runs on arrays). One Tensor (or
+    None) per input; a gradient passed on unchanged is ``g`` itself, as on arrays."""
+    saved = node.saved_arrays if node._saved is not None or node._released else ()
+    gf = data.item()
+    n = len(saved)
+    # (the usual counts spelled out: this runs for every node of such a backward)
+    if n == 1:
+        s = saved[0]
+        if s is None:
+            outs = node.formula(FLOATS, gf, None)
+        elif type(s) is _ndarray and s.dtype is _F64 and s.ndim == 0:
+            outs = node.formula(FLOATS, gf, s.item())
+        else:
+            return None
+    elif n == 2:
+        s, t = saved
+        if not (s is None or type(s) is _ndarray and s.dtype is _F64 and s.ndim == 0) or \
+                not (t is None or type(t) is _ndarray and t.dtype is _F64 and t.ndim == 0):
+            return None
+        outs = node.formula(FLOATS, gf, None if s is None else s.item(), None if t is None else t.item())
+    elif n == 0:
+        outs = node.formula(FLOATS, gf)
+    else:
+        for s in saved:
+            if s is not None and not (type(s) is _ndarray and s.dtype is _F64 and s.ndim == 0):
+                return None
+        outs = node.formula(FLOATS, gf, *[None if s is None else s.item() for s in saved])
+    if len(outs) == 2:
+        a, b = outs
+        return (g if a is gf else None if a is None else new_tensor(_f64_array(a), device),
+                g if b is gf else None if b is None else new_tensor(_f64_array(b), device))
+    if len(outs) == 1:
+        a = outs[0]
+        return (g if a is gf else None if a is None else new_tensor(_f64_array(a), device),)
+    return tuple([g if o is gf else None if o is None else new_tensor(_f64_array(o), device) for o in outs])
 
 
 def defop(name: str, *, node_name: str | None = None, public: bool = True):
