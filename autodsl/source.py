@@ -17,7 +17,7 @@ import warnings
 
 from autodsl.context import current
 
-__all__ = ["SOURCE_POS", "SourcePos", "user_frame", "caller_pos", "caller_line", "warn_user", "current_pos",
+__all__ = ["SOURCE_POS", "POSITIONS", "SourcePos", "user_frame", "caller_pos", "caller_line", "warn_user", "current_pos",
            "backward_pos", "pos_text", "format_pos"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -137,8 +137,8 @@ class SourcePos:
 # table: over a thousand instructions in a long function); each entry keeps its code object
 # alive, so while an id is in the table no other code can have it. The second makes every node of one source line share
 # one tuple, so that a loop that makes a million nodes does not make a million more objects
-# for the cyclic GC to walk.
-_POSITIONS: dict = {}
+# for the cyclic GC to walk. The compiled ops/registry.py reads the first one itself.
+POSITIONS: dict = {}
 _LINES: dict = {}
 
 
@@ -162,17 +162,17 @@ def caller_pos(start: int = 1):
     else:
         return None
     key = (id(code), f.f_lasti)
-    hit = _POSITIONS.get(key)
+    hit = POSITIONS.get(key)
     if hit is not None:
         return hit[1]
-    if len(_POSITIONS) >= 10_000:
-        _POSITIONS.clear()
+    if len(POSITIONS) >= 10_000:
+        POSITIONS.clear()
         _LINES.clear()
     line = (code.co_filename, f.f_lineno)
     pos = _LINES.get(line)
     if pos is None:
         pos = _LINES[line] = (line[0], line[1], None, None)
-    _POSITIONS[key] = (code, pos)
+    POSITIONS[key] = (code, pos)
     return pos
 
 

@@ -42,7 +42,7 @@ OPTIONAL = {"cupy", "cupyx", "dask", "distributed", "matplotlib", "IPython", "ip
 # Module-level mutable objects that are not per-run state, each with why it may be global.
 ALLOWED_GLOBALS = {
     "autodsl.context:_current": "the one ContextVar: the current run context",
-    "autodsl.source:_POSITIONS": "memo cache: (code id, offset) -> the position, without a line-table scan",
+    "autodsl.source:POSITIONS": "memo cache: (code id, offset) -> the position, without a line-table scan",
     "autodsl.source:_LINES": "memo cache: one interned position tuple per source line",
     "autodsl.names:TENSOR_TYPES": "filled once at import by core/tensor.py",
     "autodsl.backend:_cpu": "the CPU array namespace (numpy or array_api_strict), chosen at startup or by tests",

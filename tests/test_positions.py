@@ -309,6 +309,21 @@ def test_python_api_position_is_the_first_frame_outside_the_package():
     assert pos_text(y.grad_fn.pos).startswith("return t * t")
 
 
+def test_python_api_positions_made_again_at_one_place_are_the_same_and_right():
+    # the second time round, a position comes from the table of (code, offset) (compiled: without
+    # the walk); a node that one of autodsl's own Python functions makes must still name the
+    # user's line, not that function's
+    x = ad.tensor([2.0, 3.0], requires_grad=True)
+    first = sys._getframe().f_lineno + 3
+    seen = []
+    for _ in range(3):
+        y = x * 3.0
+        m = y.mean()
+        seen.append((y.grad_fn.pos, m.grad_fn.pos))
+    assert all(p == (THIS_FILE, first, None, None) and q == (THIS_FILE, first + 1, None, None) for p, q in seen)
+    assert seen[1][0] is seen[0][0]             # one tuple per line
+
+
 def test_python_api_trace_and_step_show_the_callers_line():
     here = sys._getframe().f_lineno
     x = ad.tensor(2.0, requires_grad=True)

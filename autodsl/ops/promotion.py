@@ -15,6 +15,7 @@ from autodsl.core.tensor import Tensor, as_tensor, new_tensor
 __all__ = ["promoted", "fast_pair", "to_tensors", "result_dtype", "constant_value"]
 
 _ndarray = backend.HOST_ARRAY
+_F64, _f64_array = backend.HOST_F64, backend.f64_scalar_array
 
 
 # Note [type promotion]
@@ -81,7 +82,8 @@ def result_dtype(values):
 # one is a copy to the GPU. 0.0 == -0.0 as a key, but the sign of a zero shows in results
 # (1 / -0.0), and nan never matches a key: those two are kept under keys of their own, looked
 # up only when the plain key misses (a hit costs one lookup, as before). ``constant_value``
-# gives the number a cached constant holds without reading the array (a host sync on "cuda").
+# gives the number a cached constant off the host holds without reading the array (a host
+# sync on "cuda"); a NumPy array's number is read with float().
 _CONSTANTS: dict = {}
 _VALUES: dict = {}      # id(a cached constant's array) -> (that array, its Python number)
 
@@ -96,19 +98,23 @@ def _constant(value, like, device: str) -> Tensor:
             t = _CONSTANTS.get(key)
             if t is not None:
                 return t
-        arr = namespace_of(like).asarray(value, dtype=like.dtype)
-        t = new_tensor(arr, device)     # (W3's x * c makes one per distinct c: the short way)
+        # (W3's x * c makes one per distinct c: the short way, and NumPy's shortest for a float64)
+        host = type(like) is _ndarray
+        arr = _f64_array(value) if host and type(value) is float and like.dtype is _F64 \
+            else namespace_of(like).asarray(value, dtype=like.dtype)
+        t = new_tensor(arr, device)
         if len(_CONSTANTS) >= 1024:
             _CONSTANTS.clear()
             _VALUES.clear()
         _CONSTANTS[key] = t
-        _VALUES[id(arr)] = (arr, value)
+        if not host:            # (on the host the ops read the number with float(): no entry needed)
+            _VALUES[id(arr)] = (arr, value)
     return t
 
 
 def constant_value(arr):
-    """The Python number ``arr`` holds when it is a cached constant's array (``x ^ 2``'s 2), else
-    None: read without touching the array (no host sync on "cuda")."""
+    """The Python number ``arr`` holds when it is the array of a cached constant off the host
+    (``x ^ 2``'s 2 on "cuda"), else None: read without touching the array (no host sync)."""
     e = _VALUES.get(id(arr))
     return e[1] if e is not None and e[0] is arr else None
 

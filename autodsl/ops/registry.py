@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import sys
 import weakref
 
 import autodsl.backend as backend
@@ -28,7 +29,7 @@ from autodsl.backend import kind_of, namespace_of
 from autodsl.core import grad_mode
 from autodsl.core.watch import after_op
 from autodsl.core.node import Node, SavedOutput, next_seq_nr
-from autodsl.source import caller_pos
+from autodsl.source import POSITIONS as _POSITIONS, caller_pos
 from autodsl.errors import DeviceError, DSLError, ShapeError
 from autodsl.ops import chunked
 from autodsl.ops.formula import ARRAYS, FLOATS, TENSORS
@@ -40,6 +41,7 @@ from autodsl.ops.op_limits import check_op
 from autodsl.core.limits import memory_error
 
 _gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
+_getframe = sys._getframe
 _weakref = weakref.ref
 _ndarray = backend.HOST_ARRAY   # (a NumPy array is on the host: the test without a call, for every op)
 _F64 = backend.HOST_F64
@@ -397,6 +399,9 @@ def _apply(cls, inputs: tuple, params):
             # Python's float arithmetic is the same IEEE double arithmetic, rounded the same way,
             # and never warns, so there is no NumPy error state to set, no 0-d ufunc call
             # (which returns a NumPy scalar, made a 0-d array again), only the array of the result.
+            # Sin and cos use the C library's functions where they give NumPy's bits
+            # (backend/floats.py). The backward of such a node runs its formula on floats as
+            # well (``_formula_f64``), and the engine sums such gradients so (``Tensor._plus``).
             out_arr = node.forward_f64(float(arrays[0])) if len(arrays) == 1 \
                 else node.forward_f64(float(arrays[0]), float(arrays[1]))
         # inside a Session run or a backward: IEEE results already set; off the host (CuPy never
@@ -452,6 +457,15 @@ def _apply(cls, inputs: tuple, params):
     if record:
         node.seq_nr = next_seq_nr()
         pos = ctx.pos       # (a SourcePos is never false: no truth test, which would call its __len__)
+        if pos is None and cython.compiled:
+            # compiled, the innermost Python frame (compiled code pushes none) is usually the
+            # user's own: a position made there before is found by (code, offset) without the
+            # walk (source.py's table holds only users' frames: one of autodsl's misses, and
+            # takes the walk)
+            f = _getframe(0)
+            pos = _POSITIONS.get((id(f.f_code), f.f_lasti))
+            f = None
+            pos = pos[1] if pos is not None else caller_pos(_FRAMES_TO_CALLER)
         node.pos = pos if pos is not None else caller_pos(_FRAMES_TO_CALLER)
         edges = node.next_edges
         node._params = params or None
