@@ -358,3 +358,24 @@ def test_large_leaf_grads_are_read_when_shown_and_a_later_change_is_said():
     s.run("(w * 1).sum().backward()")
     assert "(changed in place since this backward" in str(tr2)
     assert [r for r in tr2.records() if "leaf" in r][0]["grad_after"] == "changed since"
+
+
+def test_a_long_traces_leaves_show_their_grad_as_the_pass_left_it():
+    # past 10,000 steps the trace makes its steps only when read, and keeps each leaf's .grad
+    # from the end of the pass (found by the leaves' own entries)
+    s = ad.Session(echo=False)
+    s.run("x = tensor([0.5, 1.5], requires_grad=true, dtype=float64)\n"
+          "w = tensor(2.0, requires_grad=true, dtype=float64)\n"
+          "y = x * w\nfor i in range(10001) { y = y * 1.0 }\ny.sum().backward()")
+    tr = s.last_trace
+    assert len(tr) > 10_000
+    leaves = [st for st in tr.steps if st.kind == "leaf"]
+    assert len(leaves) == 2
+    want = {id(s["x"]): s["x"].grad.numpy().copy(), id(s["w"]): s["w"].grad.numpy().copy()}
+    for st in leaves:
+        np.testing.assert_array_equal(st.grad_after, want[id(st.leaf)])
+    g = s["x"].grad
+    with ad.no_grad():
+        g *= 3.0                                # small: copied when the pass ended
+    x_step = next(st for st in leaves if st.leaf is s["x"])
+    np.testing.assert_array_equal(x_step.grad_after, [2.0, 2.0])

@@ -152,11 +152,12 @@ class Recorder(PassObserver):
 
     # ``step`` is a slot: each pass binds it to its list's append, so that the engine's call
     # for every node run is one C call (PassObserver.step's record is the list's entry).
-    __slots__ = ("deps", "_raw", "_steps", "_afters", "create_graph", "hooks", "step")
+    __slots__ = ("deps", "_raw", "_leaves", "_steps", "_afters", "create_graph", "hooks", "step")
 
     def start(self, deps, create_graph):
         self.deps = deps
         self._raw = []          # (node, g, outs) per node run, (node, g, (), leaf) per leaf
+        self._leaves = []       # the indices in _raw of the leaves' entries (finish reads only those)
         self.step = self._raw.append
         self._steps = []        # the Steps made of _raw[:len(_steps)]
         self._afters = None     # {index in _raw: a leaf's .grad as the pass left it}
@@ -169,6 +170,7 @@ class Recorder(PassObserver):
         self.hooks[node] = before
 
     def accumulate(self, node, tensor, g):
+        self._leaves.append(len(self._raw))
         self._raw.append((node, g, (), tensor))
 
     @property
@@ -202,7 +204,8 @@ class Recorder(PassObserver):
                 else:
                     st.values = scalar_values(st.node)
         else:
-            self._afters = {i: _grad_after(e[3]) for i, e in enumerate(self._raw) if len(e) == 4}
+            raw = self._raw
+            self._afters = {i: _grad_after(raw[i][3]) for i in self._leaves}
             for i, st in enumerate(self._steps):      # (any a stepper has read already)
                 if st.kind == "leaf":
                     st._after = self._afters.get(i)
