@@ -2,6 +2,7 @@
 made on its first op; they must agree with the class attributes, for subclasses too."""
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
@@ -255,3 +256,44 @@ def test_a_subclass_with_its_own_formula_does_not_run_it_on_floats():
     assert float(out) == 6.0 and _OtherFormulaMul._op_flags.f64 and not _OtherFormulaMul._op_flags.f64_formula
     out.backward()
     assert float(x.grad) == 2.0 and float(w.grad) == 3.0
+
+
+# The 0-d float64 lane of apply (ops/registry.py's _apply_f64) records what the general path
+# records: compared field by field with the same ops on a view, which takes the general path.
+
+def _node_fields(node):
+    return (type(node), node.input_shapes, node.input_dtypes, getattr(node, "_consts", None) is not None,
+            node._params, node._out_scalar is not None, node._saved is not None,
+            tuple(e is None for e in node.next_edges))
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "relu", "sin", "cos"])
+def test_the_0d_lane_records_what_the_general_path_records(name):
+    fn = getattr(ad, name)
+    arity = 1 if name in ("relu", "sin", "cos") else 2
+    x = ad.tensor(0.5, requires_grad=True, dtype=ad.float64)
+    base = ad.tensor([0.5], requires_grad=True, dtype=ad.float64)
+    here = sys._getframe().f_lineno
+    lane = fn(x) if arity == 1 else fn(x, 0.25)                       # here + 1
+    view = base[0] * 1.0                # (a 0-d result of an op on a view's history: general)
+    general = fn(base[0]) if arity == 1 else fn(base[0], 0.25)        # here + 3
+    assert lane._data.tobytes() == general._data.tobytes()
+    assert _node_fields(lane.grad_fn) == _node_fields(general.grad_fn), name
+    assert lane.grad_fn.pos == (__file__, here + 1, None, None)
+    assert general.grad_fn.pos == (__file__, here + 3, None, None)
+    assert lane.grad_fn.seq_nr < view.grad_fn.seq_nr < general.grad_fn.seq_nr and lane.grad_fn._out_scalar is lane._data
+    assert lane.grad_fn._out_ref() is lane and lane.requires_grad and lane.grad_fn.next_edges[0] is x._accumulate
+    lane.backward()
+    general.backward()
+    assert x.grad._data.tobytes() == base.grad._data[0].tobytes()
+
+
+def test_the_0d_lane_without_grad_records_no_node_and_remembers_where_a_value_left_the_graph():
+    from autodsl.core import watch
+    x = ad.tensor(0.5, requires_grad=True, dtype=ad.float64)
+    with ad.no_grad():
+        y = x * 2.0
+    assert y.grad_fn is None and not y.requires_grad and float(y) == 1.0
+    assert [b.kind for b in watch.breaks_from(x._accumulate_node())] == ["no_grad"]
+    z = ad.tensor(3.0, dtype=ad.float64) * 2.0          # nothing requires grad: no node
+    assert z.grad_fn is None and float(z) == 6.0

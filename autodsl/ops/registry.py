@@ -341,10 +341,22 @@ def _apply(cls, inputs: tuple, params):
     else:
         a = tensors[0]
         device = a.device
+    ctx = current_or_none() or current()
+    if flags.f64 and params is None and flags.differentiable is None and ctx.limits is None \
+            and ctx.capture is None and ctx.anomaly is None:
+        a = tensors[0]
+        d0 = a._data
+        if type(d0) is _ndarray and d0.dtype is _F64 and d0.ndim == 0 and a._base is None:
+            if len(tensors) == 1:
+                return _apply_f64(cls, flags, ctx, tensors, a, None, d0, None)
+            if len(tensors) == 2:
+                b = tensors[1]
+                d1 = b._data
+                if type(d1) is _ndarray and d1.dtype is _F64 and d1.ndim == 0 and b._base is None:
+                    return _apply_f64(cls, flags, ctx, tensors, a, b, d0, d1)
     for t in tensors:
         if t._base is not None and t._base_gen != t._base._gen:
             t._refresh_view()       # a view made before its base's last in-place op (ops/inplace.py)
-    ctx = current_or_none() or current()
     node = cls.__new__(cls)
     diff = flags.differentiable
     record = False
@@ -505,6 +517,66 @@ def _apply(cls, inputs: tuple, params):
     if ctx.capture is not None:         # compile() is recording this call (core/capture.py)
         ctx.capture.op(cls, node, inputs, tensors, params or {}, out, record)
     return out
+
+
+@cython.locals(flags=OpFlags, ctx=RunContext, node=Op, a=TensorBase, b=TensorBase, out=TensorBase,
+               record=cython.bint, grad_on=cython.bint)
+def _apply_f64(cls, flags, ctx, tensors, a, b, d0, d1):
+    """``_apply`` for an op with a 0-d fast path on one or two 0-d float64 host tensors that are
+    not views (``b`` and ``d1`` None for one), in a context without limits, capture or anomaly
+    mode: what the general path does for them, without the checks that cannot apply (Note [0-d
+    fast path]). Compiled, this and the general path are one C call apart."""
+    node = cls.__new__(cls)
+    grad_on = ctx.grad_enabled
+    record = grad_on and not flags.never_differentiable and (
+        a._requires_grad or b is not None and b._requires_grad)
+    node._record = record
+    node.inputs = tensors
+    if not cython.compiled:     # (compiled, a new node starts with None and False there)
+        node._saved = node._retained = node._pre_hooks = None
+        node._released = False
+    if record:
+        ea = None if not a._requires_grad else a.grad_fn if a.grad_fn is not None \
+            else a._accumulate if a._accumulate is not None else a._accumulate_node()
+        if b is None:
+            node.next_edges = (ea,)
+        else:
+            node.next_edges = (ea, None if not b._requires_grad else b.grad_fn if b.grad_fn is not None
+                               else b._accumulate if b._accumulate is not None else b._accumulate_node())
+    out_arr = node.forward_f64(d0.item()) if b is None else node.forward_f64(d0.item(), d1.item())
+    out = new_tensor(out_arr, a.device)
+    node.inputs = None
+    if record:
+        node.seq_nr = next_seq_nr()
+        pos = ctx.pos
+        if pos is None and cython.compiled:     # (as in _apply)
+            f = _getframe(0)
+            pos = _POSITIONS.get((id(f.f_code), f.f_lasti))
+            f = None
+            pos = pos[1] if pos is not None else caller_pos(_FRAMES_TO_CALLER)
+        node.pos = pos if pos is not None else caller_pos(_FRAMES_TO_CALLER)
+        node._params = None
+        edges = node.next_edges
+        if b is None:
+            node.input_shapes = _SCALAR_SHAPES_1
+        else:
+            node.input_shapes = _SCALAR_SHAPES_2
+            if edges[0] is None or edges[1] is None:
+                node._consts = (d0 if edges[0] is None else None, d1 if edges[1] is None else None)
+        node.input_dtypes = None
+        node._out_ref = _weakref(out)
+        node._out_scalar = out_arr
+        if node.save_output:
+            node._saved = (node._saved or ()) + (SavedOutput(out),)
+        out.grad_fn = node
+        out._requires_grad = True
+    elif not (ctx.in_pass or grad_on and not flags.never_differentiable):
+        after_op(cls, tensors, out, None, grad_on)      # why(): where a value left the graph
+    return out
+
+
+_SCALAR_SHAPES_1 = ((),)
+_SCALAR_SHAPES_2 = ((), ())
 
 
 def apply1(cls, a) -> Tensor:
