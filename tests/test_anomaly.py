@@ -164,6 +164,16 @@ def test_backward_of_a_nan_forward_is_not_reported_twice():
     assert [(r.where, r.op) for r in reports] == [("forward", "sqrt")]
 
 
+@pytest.mark.parametrize("shape", [(), (1,)])
+def test_a_nan_from_a_non_finite_input_is_reported_by_the_backward(shape):
+    # sin(inf) is nan from a non-finite input: the forward check says nothing, so the backward's
+    # nan gradient from a finite one is reported, whether or not the graph still knows sin's value
+    x = ad.tensor(np.full(shape, np.inf), requires_grad=True, dtype=ad.float64)
+    ad.anomaly(True)
+    reports = caught(lambda: (ad.sin(x) * 1.0).backward(ad.tensor(np.ones(shape))))
+    assert [(r.where, r.op, r.bad) for r in reports] == [("backward", "SinBackward", "nan")]
+
+
 def test_create_graph_backward_checks_nodes_not_formula_ops():
     x = ad.tensor(0.0, requires_grad=True)
     y = ad.sqrt(x)

@@ -400,14 +400,25 @@ def check_backward(node, grad, outs) -> None:
     _backward_now(st, node, grad, outs)
 
 
+def _inputs_finite(node) -> bool:
+    """Every input of ``node`` known to the graph and finite (so its forward was checked with
+    finite inputs); False when one is unknown or non-finite (``sin(inf)``: nobody reported the
+    nan, so its backward may)."""
+    for j in range(len(node.next_edges)):
+        inp = input_value(node, j)
+        if inp is None or not _finite(inp):
+            return False
+    return True
+
+
 def _backward_now(st, node, grad, outs) -> None:
     """check_backward on values at hand (NumPy's, or a deferred check's that failed)."""
     bad = [i for i, og in enumerate(outs) if og is not None and not _finite(og._data)]
     if not bad or not _finite(grad._data):
         return
     out = output_value(node)
-    if out is not None and not _finite(out):
-        return      # its forward value was already non-finite: the forward check reported that
+    if out is not None and not _finite(out) and _inputs_finite(node):
+        return      # a non-finite value from finite inputs: the forward check reported that
     i = bad[0]
     og = outs[i]
     host = np.asarray(backend.to_host(og._data))

@@ -342,8 +342,8 @@ def _apply(cls, inputs: tuple, params):
         a = tensors[0]
         device = a.device
     ctx = current_or_none() or current()
-    if flags.f64 and params is None and flags.differentiable is None and ctx.limits is None \
-            and ctx.capture is None and ctx.anomaly is None:
+    if flags.f64 and params is None and flags.differentiable is None and not flags.view \
+            and not flags.moves_device and ctx.limits is None and ctx.capture is None and ctx.anomaly is None:
         a = tensors[0]
         d0 = a._data
         if type(d0) is _ndarray and d0.dtype is _F64 and d0.ndim == 0 and a._base is None:
@@ -411,6 +411,9 @@ def _apply(cls, inputs: tuple, params):
             # Python's float arithmetic is the same IEEE double arithmetic, rounded the same way,
             # and never warns, so there is no NumPy error state to set, no 0-d ufunc call
             # (which returns a NumPy scalar, made a 0-d array again), only the array of the result.
+            # Every result is NumPy's, bit for bit, except which of two nans a sum or a product
+            # keeps (nan + -nan): that is the order the compiled code gives the CPU its operands,
+            # which NumPy's own loops do not fix either (torch's 0-d result is this path's).
             # Sin and cos use the C library's functions where they give NumPy's bits
             # (backend/floats.py). The backward of such a node runs its formula on floats as
             # well (``_formula_f64``), and the engine sums such gradients so (``Tensor._plus``).
