@@ -401,12 +401,13 @@ def check_backward(node, grad, outs) -> None:
 
 
 def _inputs_finite(node) -> bool:
-    """Every input of ``node`` known to the graph and finite (so its forward was checked with
-    finite inputs); False when one is unknown or non-finite (``sin(inf)``: nobody reported the
-    nan, so its backward may)."""
+    """No input of ``node`` that the graph still knows is non-finite, so its forward check saw
+    finite inputs and reported a non-finite value itself; False for ``sin(inf)``, whose nan
+    nobody reported, so its backward may. (An input the graph no longer knows counts as finite:
+    no second report of what the forward check may have said.)"""
     for j in range(len(node.next_edges)):
         inp = input_value(node, j)
-        if inp is None or not _finite(inp):
+        if inp is not None and not _finite(inp):
             return False
     return True
 
