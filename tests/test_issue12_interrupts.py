@@ -261,3 +261,27 @@ def test_the_gradient_of_a_mean_of_a_huge_expand_stays_small():
     assert p.returncode == 0, p.stderr
     y, g0, g1 = (float(v.strip("[],")) for v in p.stdout.split())
     assert y == 3.0 and g0 == pytest.approx(0.5, rel=1e-12) and g1 == pytest.approx(0.5, rel=1e-12)
+
+
+def test_may_be_large_says_no_only_where_the_result_is_one_of_the_inputs_shapes():
+    # the cheap test before pointwise ops: it may say yes too often (pointwise then works out the
+    # real size), never no for a result above LARGE
+    from autodsl.ops import chunked
+    e = np.empty
+    big = 5000                              # 5000 * 5000 > 2**24
+    assert not chunked.may_be_large((e((256, 512)), e(512)))            # a bias: (256, 512)
+    assert not chunked.may_be_large((e(512), e((256, 512))))
+    assert not chunked.may_be_large((e((8, 1, 4096)), e(4096)))
+    assert not chunked.may_be_large((e((300, 300)), e(())))
+    assert chunked.may_be_large((e((big, 1)), e((1, big))))             # an outer sum: 25 million
+    assert chunked.may_be_large((e((1, big)), e((big, 1))))
+    assert chunked.may_be_large((e(2 ** 25), e(2)))                      # an input above LARGE
+    rng = np.random.default_rng(0)
+    for _ in range(200):                    # never no where the broadcast result is above LARGE
+        shapes = [tuple(int(d) for d in rng.choice([1, 64, 5000], rng.integers(1, 4))) for _ in range(2)]
+        try:
+            n = int(np.prod(np.broadcast_shapes(*shapes)))
+        except ValueError:
+            continue
+        if n > chunked.LARGE:
+            assert chunked.may_be_large((np.broadcast_to(0.0, shapes[0]), np.broadcast_to(0.0, shapes[1]))), shapes

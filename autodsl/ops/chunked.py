@@ -396,7 +396,15 @@ def may_be_large(arrays) -> bool:
         return n > LARGE
     a, b = arrays[0], arrays[-1]
     na, nb = a.size, b.size
-    return na * nb > LARGE and (na > LARGE or nb > LARGE or a.shape != b.shape)
+    if na * nb <= LARGE or na > LARGE or nb > LARGE:
+        return na * nb > LARGE
+    # both at most LARGE: the result is larger than both only when neither shape broadcasts
+    # into the other (a bias (512,) into (256, 512) gives (256, 512): no pieces to work out)
+    sa, sb = a.shape, b.shape
+    if sa == sb or na == 1 or nb == 1:
+        return False
+    la, lb = len(sa), len(sb)
+    return not (lb <= la and sa[la - lb:] == sb or la <= lb and sb[lb - la:] == sa)
 
 
 def pointwise(forward, arrays, params):
