@@ -28,7 +28,7 @@ import types
 from autodsl.context import call_in, current, current_or_none
 from autodsl.core.capture import Capture, CaptureError
 from autodsl.core.program import GuardFailed, Program, code_of
-from autodsl.core.tensor import Tensor
+from autodsl.core.tensor import Tensor, new_tensor
 from autodsl.errors import TypeError_
 from autodsl.source import warn_user
 
@@ -331,7 +331,7 @@ def _rebuild(spec, values, leaves):
         return [_rebuild(s, values, leaves) for s in spec]
     tag = spec[0] if isinstance(spec, tuple) and spec and isinstance(spec[0], str) else None
     if tag == "slot":
-        t = Tensor(values[spec[1]], _device=spec[2])
+        t = new_tensor(values[spec[1]], spec[2])
         version = spec[3]
         if type(version) is int:
             t._version[0] = version
