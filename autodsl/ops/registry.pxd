@@ -11,3 +11,4 @@ cdef class OpFlags:
     cdef public bint pair, floating, never_differentiable, pointwise, moves_device, view, f64, f64_formula
 
 cdef object _apply(object cls, tuple inputs, object params)
+cdef object _known_pos()

@@ -249,7 +249,6 @@ def _formula_f64(node, g, data, device):
     saved = node.saved_arrays if node._saved is not None or node._released else ()
     gf = data.item()
     n = len(saved)
-    # (the usual counts spelled out: this runs for every node of such a backward)
     if n == 1:
         s = saved[0]
         if s is None:
@@ -266,11 +265,8 @@ def _formula_f64(node, g, data, device):
         outs = node.formula(FLOATS, gf, None if s is None else s.item(), None if t is None else t.item())
     elif n == 0:
         outs = node.formula(FLOATS, gf)
-    else:
-        for s in saved:
-            if s is not None and not (type(s) is _ndarray and s.dtype is _F64 and s.ndim == 0):
-                return None
-        outs = node.formula(FLOATS, gf, *[None if s is None else s.item() for s in saved])
+    else:           # (no op with a 0-d fast path saves more: the arrays' way)
+        return None
     if len(outs) == 2:
         a, b = outs
         return (g if a is gf else None if a is None else new_tensor(_f64_array(a), device),
@@ -342,7 +338,7 @@ def _apply(cls, inputs: tuple, params):
         a = tensors[0]
         device = a.device
     ctx = current_or_none() or current()
-    if flags.f64 and params is None and flags.differentiable is None and not flags.view \
+    if flags.f64 and not params and flags.differentiable is None and not flags.view \
             and not flags.moves_device and ctx.limits is None and ctx.capture is None and ctx.anomaly is None:
         a = tensors[0]
         d0 = a._data
@@ -473,14 +469,7 @@ def _apply(cls, inputs: tuple, params):
         node.seq_nr = next_seq_nr()
         pos = ctx.pos       # (a SourcePos is never false: no truth test, which would call its __len__)
         if pos is None and cython.compiled:
-            # compiled, the innermost Python frame (compiled code pushes none) is usually the
-            # user's own: a position made there before is found by (code, offset) without the
-            # walk (source.py's table holds only users' frames: one of autodsl's misses, and
-            # takes the walk)
-            f = _getframe(0)
-            pos = _POSITIONS.get((id(f.f_code), f.f_lasti))
-            f = None
-            pos = pos[1] if pos is not None else caller_pos(_FRAMES_TO_CALLER)
+            pos = _known_pos()
         node.pos = pos if pos is not None else caller_pos(_FRAMES_TO_CALLER)
         edges = node.next_edges
         node._params = params or None
@@ -552,11 +541,8 @@ def _apply_f64(cls, flags, ctx, tensors, a, b, d0, d1):
     if record:
         node.seq_nr = next_seq_nr()
         pos = ctx.pos
-        if pos is None and cython.compiled:     # (as in _apply)
-            f = _getframe(0)
-            pos = _POSITIONS.get((id(f.f_code), f.f_lasti))
-            f = None
-            pos = pos[1] if pos is not None else caller_pos(_FRAMES_TO_CALLER)
+        if pos is None and cython.compiled:
+            pos = _known_pos()
         node.pos = pos if pos is not None else caller_pos(_FRAMES_TO_CALLER)
         node._params = None
         edges = node.next_edges
@@ -576,6 +562,16 @@ def _apply_f64(cls, flags, ctx, tensors, a, b, d0, d1):
     elif not (ctx.in_pass or grad_on and not flags.never_differentiable):
         after_op(cls, tensors, out, None, grad_on)      # why(): where a value left the graph
     return out
+
+
+def _known_pos():
+    """Compiled only: the position of a node made at the innermost Python frame's place when
+    one was made there before, else None (then ``caller_pos`` walks). Compiled code pushes no
+    frames, so that frame is usually the user's own; source.py's table holds only users'
+    frames, so one of autodsl's misses."""
+    f = _getframe(0)
+    hit = _POSITIONS.get((id(f.f_code), f.f_lasti))
+    return None if hit is None else hit[1]
 
 
 _SCALAR_SHAPES_1 = ((),)
