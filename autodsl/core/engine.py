@@ -62,16 +62,16 @@ class GraphTask:
         note_backward(self)         # why() starts from the last backward's roots (core/watch.py)
 
     def _dependencies(self):
-        deps = {}
-        stack = [node for node, _ in self.seeds]
-        seen = set(stack)
+        # the counts are the seen set too: a set of every node beside them was a third of the
+        # pass's own memory on a long chain (W5)
+        deps, stack = {}, list(dict.fromkeys(node for node, _ in self.seeds))
+        roots = set(stack)
         while stack:
-            node = stack.pop()
-            for nxt in node.next_edges:
+            for nxt in stack.pop().next_edges:
                 if nxt is not None:
-                    deps[nxt] = deps.get(nxt, 0) + 1
-                    if nxt not in seen:
-                        seen.add(nxt)
+                    d = deps.get(nxt, 0)
+                    deps[nxt] = d + 1
+                    if d == 0 and nxt not in roots:
                         stack.append(nxt)
         return deps
 

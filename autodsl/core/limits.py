@@ -286,7 +286,9 @@ def held_bytes(roots) -> int:
             seen.add(id(v))
             for saved in getattr(v, "_saved", None) or ():     # (a node made outside apply may lack it)
                 if isinstance(saved, SavedTensor):
-                    stack.append(saved.tensor)
+                    stack.append(saved.held)        # the tensor, or its grad_fn beside its array
+                    if saved.data is not None:      # (Note [saved inputs])
+                        total += storage(saved.data)
                 elif isinstance(saved, SavedOutput):
                     total += storage(saved.data)
             for a in getattr(v, "_consts", None) or ():

@@ -5,7 +5,7 @@
 from autodsl.core.tensor_fields cimport TensorFields
 
 cdef class SavedTensor:
-    cdef public object tensor, version
+    cdef public object held, version, data, counter
 
 cdef class SavedOutput:
     cdef public object data, counter, version, device, cls

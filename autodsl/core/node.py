@@ -22,9 +22,10 @@ except ImportError:
     from autodsl._pure import cython
 
 from autodsl.source import SOURCE_POS, caller_pos, format_pos, pos_text
-from autodsl.backend import kind_of
+from autodsl.backend import device_of, kind_of
 from autodsl.context import current
 from autodsl.core.journal import record_attrs, record_items
+import autodsl.names as _names
 from autodsl.names import names_of
 from autodsl.errors import AutogradError, DeviceError, DTypeError, ShapeError, TypeError_
 from autodsl.core.words import kind as value_kind
@@ -44,27 +45,62 @@ class SavedTensor:
     its views and detached aliases; each in-place write bumps it. If the
     counter moved between save and backward, the value backward would read is
     not the value forward used, so unpacking fails and names the node.
+
+    Note [saved inputs]: a plain op result (a ``Tensor`` with a grad_fn, not a
+    view) is kept as its array, version counter and grad_fn, not as the Tensor
+    object: in a chain ``y = sin(y)`` that object was a sixth of each node's
+    memory (W5), held only for this. ``unpack`` makes an equivalent tensor
+    (the same storage, counter and history), as PyTorch does for a saved
+    output. A leaf (its identity is where its gradient goes), a view (it knows
+    its base) and any other tensor are kept as they are. ``held`` is the kept
+    tensor, or the grad_fn when ``data`` is set.
     """
 
-    __slots__ = ("tensor", "version")
+    __slots__ = ("held", "version", "data", "counter")
 
     @cython.locals(tensor=TensorFields)
     def __init__(self, tensor):
-        self.tensor = tensor
-        self.version = tensor._version[0]
+        counter = tensor._version
+        self.version = counter[0]
+        if tensor.grad_fn is not None and tensor._base is None and tensor._views is None \
+                and tensor._alias is None and type(tensor) is _names.TENSOR_TYPES[0]:
+            self.held = tensor.grad_fn
+            self.data = tensor._data
+            self.counter = counter
+        else:
+            self.held = tensor
+            self.data = self.counter = None
+
+    @property
+    def tensor(self):
+        """The tensor kept as it is, or None where only its array and history are."""
+        return self.held if self.data is None else None
 
     @cython.locals(t=TensorFields)
     def unpack(self, node: "Node", index: int):
-        t = self.tensor
-        _check_version(node, index, t._version, self.version, t._data.shape, tensor=t)
+        data = self.data
+        if data is None:
+            t = self.held
+            _check_version(node, index, t._version, self.version, t._data.shape, tensor=t)
+            return t
+        t = _names.TENSOR_TYPES[0](data, _device=device_of(data))
+        t._version = self.counter
+        t.grad_fn = self.held
+        t._requires_grad = True
+        _check_version(node, index, self.counter, self.version, data.shape, tensor=t, data=data)
         return t
 
     @cython.locals(t=TensorFields)
     def unpack_array(self, node: "Node", index: int):
-        t = self.tensor
-        if t._version[0] != self.version:
-            _check_version(node, index, t._version, self.version, t._data.shape, tensor=t)
-        return t._data
+        data = self.data
+        if data is None:
+            t = self.held
+            if t._version[0] != self.version:
+                _check_version(node, index, t._version, self.version, t._data.shape, tensor=t)
+            return t._data
+        if self.counter[0] != self.version:
+            self.unpack(node, index)        # raises, naming the tensor
+        return data
 
 
 class SavedOutput:
