@@ -50,8 +50,10 @@ def names_of(tensor=None, counter=None, data=None) -> list[str]:
 
 
 def is_tensor(v) -> bool:
-    """True for an autodsl tensor (the class registers itself: ``TENSOR_TYPES``)."""
-    return isinstance(v, TENSOR_TYPES)
+    """True for an autodsl tensor (the class registers itself: ``TENSOR_TYPES``). Judged by the
+    type alone: the names walk meets any object of the user's, whose ``__class__`` may be a
+    property that warns or fails (a deprecated module attribute's proxy)."""
+    return issubclass(type(v), TENSOR_TYPES)
 
 
 def named_tensors(*namespaces) -> dict:

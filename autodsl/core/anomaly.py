@@ -39,7 +39,7 @@ from autodsl.names import names_of
 from autodsl.source import SOURCE_POS, caller_pos, format_pos, pos_text, warn_user
 from autodsl.core import deferred
 from autodsl.core.observer import PassObserver
-from autodsl.core.rules import input_value, output_value
+from autodsl.core.rules import LiveOutputs, input_value, output_value
 from autodsl.core.words import shown
 
 __all__ = ["anomaly", "detect_anomaly", "anomaly_scope", "get_anomaly_mode", "anomaly_state", "AnomalyReport",
@@ -400,13 +400,13 @@ def check_backward(node, grad, outs) -> None:
     _backward_now(st, node, grad, outs)
 
 
-def _inputs_finite(node) -> bool:
+def _inputs_finite(node, live) -> bool:
     """No input of ``node`` that the graph still knows is non-finite, so its forward check saw
     finite inputs and reported a non-finite value itself; False for ``sin(inf)``, whose nan
     nobody reported, so its backward may. (An input the graph no longer knows counts as finite:
     no second report of what the forward check may have said.)"""
     for j in range(len(node.next_edges)):
-        inp = input_value(node, j)
+        inp = input_value(node, j, live)
         if inp is not None and not _finite(inp):
             return False
     return True
@@ -417,15 +417,16 @@ def _backward_now(st, node, grad, outs) -> None:
     bad = [i for i, og in enumerate(outs) if og is not None and not _finite(og._data)]
     if not bad or not _finite(grad._data):
         return
-    out = output_value(node)
-    if out is not None and not _finite(out) and _inputs_finite(node):
+    live = LiveOutputs()        # (Note [live outputs]: looked up only now, for the report)
+    out = output_value(node, live)
+    if out is not None and not _finite(out) and _inputs_finite(node, live):
         return      # a non-finite value from finite inputs: the forward check reported that
     i = bad[0]
     og = outs[i]
     host = np.asarray(backend.to_host(og._data))
     lines = []
     for j in bad:
-        inp = input_value(node, j)
+        inp = input_value(node, j, live)
         if inp is not None:
             text = _input_text(node, j)
             lines.append(f"input {j}{f' `{text}`' if text else ''} (forward): {summarize(inp)}")

@@ -34,6 +34,7 @@ import sys
 import autodsl.backend as backend
 from autodsl.context import current
 from autodsl.core.tensor import Tensor
+from autodsl.core.node import saved_entries
 
 __all__ = ["Capture", "CaptureError"]
 
@@ -179,7 +180,8 @@ class Capture:
         self.formula_ns = namespace
         g = self.array_in(g_arr)
         saved = node._saved
-        sv = None if saved is None else tuple(None if s is None else self._saved_slot(s) for s in saved)
+        sv = None if saved is None else tuple(None if s is None else self._saved_slot(s)
+                                              for s in saved_entries(node))
         res = tuple(None if o is None else self._out(o) for o in outs)
         self.steps.append(("formula", res, type(node), rnode, g, sv))
 
@@ -332,7 +334,7 @@ def _prepare(rnode, node, n: int, recorded: bool) -> None:
     rnode.inputs = (None,) * n
     rnode._saved = rnode._retained = rnode._pre_hooks = None
     rnode._released = False
-    rnode._consts = rnode._out_ref = rnode._out_scalar = None
+    rnode._consts = rnode._out_scalar = None
     rnode._params = None
     rnode.seq_nr = 0
     if recorded:

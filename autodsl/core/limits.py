@@ -43,7 +43,7 @@ import time
 
 from autodsl import names
 from autodsl.context import current, current_or_none
-from autodsl.core.node import AccumulateGrad, Node, SavedOutput, SavedTensor
+from autodsl.core.node import AccumulateGrad, Node, SavedOutput, SavedTensor, saved_entries
 from autodsl.errors import LimitError
 
 __all__ = [
@@ -284,7 +284,7 @@ def held_bytes(roots) -> int:
             stack.append(v.grad_fn)
         elif isinstance(v, Node):
             seen.add(id(v))
-            for saved in getattr(v, "_saved", None) or ():     # (a node made outside apply may lack it)
+            for saved in saved_entries(v):
                 if isinstance(saved, SavedTensor):
                     stack.append(saved.held)        # the tensor, or its grad_fn beside its array
                     if saved.data is not None:      # (Note [saved inputs])

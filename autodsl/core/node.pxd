@@ -13,5 +13,5 @@ cdef class SavedOutput:
 cdef class Node:
     cdef public object next_edges, input_shapes, input_dtypes, pos, _saved, _retained, _pre_hooks
     cdef public Py_ssize_t seq_nr       # (a C integer: no int object per node)
-    cdef public bint _released
+    cdef public bint _released, _record     # (_record: an Op's; here it packs with _released: Note [node memory])
     cdef object __weakref__

@@ -32,7 +32,7 @@ from autodsl.core.words import kind as value_kind
 from autodsl.core.tensor_fields import TensorFields
 
 __all__ = ["Node", "AccumulateGrad", "SavedTensor", "SavedOutput", "next_seq_nr", "RemovableHandle",
-           "write_record", "release_nodes"]
+           "write_record", "release_nodes", "saved_entries", "add_saved"]
 
 _seq = itertools.count()
 next_seq_nr = _seq.__next__
@@ -223,7 +223,10 @@ class Node:
     # -- saved tensors ---------------------------------------------------------
     def save_for_backward(self, *tensors) -> None:
         """Keep ``tensors`` (Tensors or None) for backward, stamped with their versions."""
-        self._saved = tuple(None if t is None else SavedTensor(t) for t in tensors)
+        if len(tensors) == 1 and tensors[0] is not None:
+            self._saved = SavedTensor(tensors[0])      # (bare, not in a tuple: Note [node memory])
+        else:
+            self._saved = tuple(None if t is None else SavedTensor(t) for t in tensors)
 
     @property
     def saved_tensors(self) -> tuple:
@@ -240,6 +243,8 @@ class Node:
         saved = self._saved
         if saved is None:
             return ()
+        if type(saved) is not tuple:
+            return (saved.unpack(self, 0),)
         return tuple(None if s is None else s.unpack(self, i) for i, s in enumerate(saved))
 
     @property
@@ -251,7 +256,9 @@ class Node:
         saved = self._saved
         if saved is None:
             return ()
-        if len(saved) == 1:     # (the usual counts spelled out: this runs for every node of a backward)
+        if type(saved) is not tuple:    # (the usual counts spelled out: this runs for every node of a backward)
+            return (saved.unpack_array(self, 0),)
+        if len(saved) == 1:
             s = saved[0]
             return (None if s is None else s.unpack_array(self, 0),)
         if len(saved) == 2:
@@ -354,6 +361,32 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<{self.name}>"
+
+
+# Note [node memory]
+# A recorded graph is mostly nodes (W5: a million-op chain), so what a node costs is
+# counted. An op node holds its edges, interned input shapes (one tuple serves every node
+# with the same shapes), its position, and what it saved; it holds no reference to its output
+# (Note [live outputs], core/rules.py) and keeps a 0-d output's array only. Its two flags
+# (``_released``, ``_record``) are C ints side by side in the compiled build, and ``seq_nr``
+# a C integer: there an op node is 128 bytes of struct, 144 with the collector's header. One
+# saved value is kept bare in ``_saved`` (a SavedTensor or SavedOutput, not a 1-tuple: 48
+# bytes less per node); more than one as a tuple with None where an input was not needed.
+# Readers that do not run per node use ``saved_entries``.
+
+def saved_entries(node) -> tuple:
+    """``node``'s saved values as a tuple (SavedTensor, SavedOutput or None each; empty when
+    nothing is saved or a backward freed them), however ``_saved`` holds them."""
+    saved = getattr(node, "_saved", None)      # (a node made outside apply may lack it)
+    if saved is None:
+        return ()
+    return saved if type(saved) is tuple else (saved,)
+
+
+def add_saved(node, value) -> None:
+    """Keep one more saved value (a SavedOutput: an op that saves its output) on ``node``."""
+    saved = node._saved
+    node._saved = value if saved is None else saved_entries(node) + (value,)
 
 
 def release_nodes(nodes) -> None:

@@ -25,7 +25,7 @@ import gc
 import autodsl.backend as backend
 from autodsl.context import current
 from autodsl.core.journal import record_grad, record_values, transaction
-from autodsl.core.node import SavedOutput
+from autodsl.core.node import SavedOutput, add_saved
 from autodsl.core.tensor import Tensor, new_tensor
 from autodsl.core.watch import note_write
 from autodsl.names import caller_namespace, names_by_id
@@ -444,7 +444,7 @@ def _op_recording(node, forward, arrays, params, device):
         node.inputs = None
     t = new_tensor(out, device)
     if node.save_output:
-        node._saved = (node._saved or ()) + (SavedOutput(t),)
+        add_saved(node, SavedOutput(t))
     return t._data
 
 

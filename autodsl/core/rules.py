@@ -10,15 +10,17 @@ is a scalar, the formula is repeated with the numbers put in.
 """
 from __future__ import annotations
 
+import gc
 import re
 
 import autodsl.backend as backend
 from autodsl.textfmt import format_number
 from autodsl.core.node import AccumulateGrad
+import autodsl.names as _names
 from autodsl.source import pos_text
 
 __all__ = ["rule_text", "input_names", "input_value", "output_value", "scalar_values", "with_numbers",
-           "operand_names", "with_operands", "enclosed"]
+           "operand_names", "with_operands", "enclosed", "LiveOutputs"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # functions a formula may call: they are left as they are when numbers go in
@@ -39,9 +41,50 @@ def input_names(node) -> tuple:
     return getattr(node, "rule_inputs", ("a", "b", "c"))
 
 
-def input_value(node, i: int):
+class LiveOutputs:
+    """The tensors still alive that op nodes made, looked up once per display.
+
+    Note [live outputs]: a node does not reference its output (that would be a cycle, and a
+    weak reference costs 80 bytes per node: most of a recorded graph is nodes), and keeps only
+    a 0-d output's array (``_out_scalar``). A display that wants a non-scalar intermediate's
+    value or variable name asks the collector, on first use, which tensors are alive and maps
+    each node to the tensors whose ``grad_fn`` it is. One walk serves a whole display, and none
+    is made when nothing asks. A tensor made after the walk, or frozen out of the collector's
+    view (``gc.freeze``), is not seen: it shows by its shape, as an output nothing holds.
+    """
+
+    __slots__ = ("_by_node",)
+
+    def __init__(self):
+        self._by_node = None
+
+    def tensors(self, node) -> tuple:
+        """The live tensors whose ``grad_fn`` is ``node`` (usually one; none when nothing holds it)."""
+        by_node = self._by_node
+        if by_node is None:
+            by_node = self._by_node = {}
+            kinds = {}          # type -> is a tensor type (by the type alone: an object's own
+            for o in gc.get_objects():      # __class__ may be a property that does anything)
+                t = type(o)
+                k = kinds.get(t)
+                if k is None:
+                    k = kinds[t] = issubclass(t, _names.TENSOR_TYPES)
+                if k:
+                    fn = o.grad_fn
+                    if fn is not None:
+                        got = by_node.get(fn)
+                        by_node[fn] = (o,) if got is None else got + (o,)
+        return by_node.get(node, ())
+
+    def output(self, node):
+        """One live tensor ``node`` made, or None."""
+        ts = self.tensors(node)
+        return ts[0] if ts else None
+
+
+def input_value(node, i: int, live: LiveOutputs | None = None):
     """The (backend) array ``node``'s input ``i`` had, where the graph still knows it: a leaf's
-    data, a scalar constant, or the output of the node that made it; else None."""
+    data, a scalar constant, or the output of the node that made it (``output_value``); else None."""
     edges = node.next_edges
     nxt = edges[i] if i < len(edges) else None
     if nxt is None:
@@ -49,18 +92,19 @@ def input_value(node, i: int):
         return consts[i] if consts is not None and i < len(consts) else None
     if isinstance(nxt, AccumulateGrad):
         return nxt.variable._data
-    return output_value(nxt)
+    return output_value(nxt, live)
 
 
-def output_value(node):
-    """The (backend) array ``node`` produced, while its output is alive or is a scalar; else None."""
+def output_value(node, live: LiveOutputs | None = None):
+    """The (backend) array ``node`` produced: a leaf's data, a 0-d output's kept array, or the
+    data of a live output found through ``live`` (Note [live outputs]); else None."""
     if isinstance(node, AccumulateGrad):
         return node.variable._data
-    ref = getattr(node, "_out_ref", None)
-    out = ref() if ref is not None else None
-    if out is not None:
-        return out._data
-    return getattr(node, "_out_scalar", None)
+    arr = getattr(node, "_out_scalar", None)
+    if arr is not None or live is None:
+        return arr
+    out = live.output(node)
+    return out._data if out is not None else None
 
 
 def scalar_values(node) -> dict | None:
@@ -72,7 +116,7 @@ def scalar_values(node) -> dict | None:
         return None
     values = {}
     for i, name in enumerate(input_names(node)[:len(node.next_edges)]):
-        arr = input_value(node, i)
+        arr = input_value(node, i)        # (0-d outputs are kept: no live lookup needed)
         if arr is not None and arr.ndim == 0:
             values[name] = _kept_scalar(arr)
     arr = output_value(node)
@@ -81,12 +125,13 @@ def scalar_values(node) -> dict | None:
     return values
 
 
-def operand_names(node, names=None, labels=None) -> list:
+def operand_names(node, names=None, labels=None, live: LiveOutputs | None = None) -> list:
     """How a person would call each input of ``node``: the variable name (``names``:
-    ``{id(tensor): name}``), a scalar constant's value, the source text of the
-    expression that made it (in brackets when it has operators), or else its node's
-    label in angle brackets (``labels``: {node: label}); None when nothing is known."""
-    names = names or {}
+    ``{id(tensor): name}``; an op's output is found through ``live``, Note [live outputs]), a
+    scalar constant's value, the source text of the expression that made it (in brackets when
+    it has operators), or else its node's label in angle brackets (``labels``: {node: label});
+    None when nothing is known."""
+    names = names if names is not None else {}
     consts = getattr(node, "_consts", None)
     out = []
     for i, nxt in enumerate(node.next_edges):
@@ -97,9 +142,11 @@ def operand_names(node, names=None, labels=None) -> list:
         elif isinstance(nxt, AccumulateGrad):
             label = names.get(id(nxt.variable))
         else:
-            ref = getattr(nxt, "_out_ref", None)
-            t = ref() if ref is not None else None
-            label = names.get(id(t)) if t is not None else None
+            if live is not None and len(names):
+                for t in live.tensors(nxt):
+                    label = names.get(id(t))
+                    if label is not None:
+                        break
             if label is None and nxt.pos and nxt.pos[2] is not None:    # language text only
                 text = pos_text(nxt.pos)
                 if text and len(text) <= 30:

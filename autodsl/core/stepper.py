@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from autodsl.textfmt import format_array
 from autodsl.source import format_pos
-from autodsl.core.rules import scalar_values
+from autodsl.core.rules import LiveOutputs, scalar_values
 from autodsl.core.html import RichDisplay, pre
 from autodsl.core.trace import Recorder, Trace, node_labels
 import autodsl.backend as backend
@@ -97,6 +97,7 @@ class BackwardStepper(RichDisplay):
         if self.done:
             return self._over()
         lines = []
+        live = LiveOutputs()
         for _ in range(n):
             if self.done:
                 break
@@ -104,7 +105,7 @@ class BackwardStepper(RichDisplay):
                 self.steps_run += 1
                 committed = self.done
                 lines.extend(self._trace.format_step(st, self.steps_run, self._label_table(st),
-                                                     committed=committed))
+                                                     committed=committed, live=live))
         lines.append(self.state)
         return "\n".join(lines)
 

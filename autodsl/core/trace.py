@@ -26,7 +26,7 @@ from autodsl.textfmt import format_array
 from autodsl.source import format_pos, pos_text
 from autodsl.core import html
 from autodsl.core.observer import PassObserver
-from autodsl.core.rules import operand_names, rule_text, scalar_values, with_numbers, with_operands
+from autodsl.core.rules import LiveOutputs, operand_names, rule_text, scalar_values, with_numbers, with_operands
 from autodsl.errors import TypeError_
 from autodsl.core.node import AccumulateGrad
 
@@ -319,13 +319,17 @@ class Trace(html.RichDisplay):
         labels = self._labels()
         lines = [self._heading()]
         width = len(str(len(self.steps)))
+        live = LiveOutputs()
         for i, st in enumerate(self.steps, 1):
-            lines.extend(self.format_step(st, i, labels, width))
+            lines.extend(self.format_step(st, i, labels, width, live=live))
         return "\n".join(lines)
 
-    def format_step(self, st, i: int, labels: dict, width: int = 1, committed: bool = True) -> list[str]:
+    def format_step(self, st, i: int, labels: dict, width: int = 1, committed: bool = True,
+                    live: LiveOutputs | None = None) -> list[str]:
         """The lines of step number ``i`` (``labels``: {node: label}). ``committed=False``
-        (a pass still running) says what a leaf will get instead of its final ``.grad``."""
+        (a pass still running) says what a leaf will get instead of its final ``.grad``.
+        ``live``: the display's live outputs (Note [live outputs]), shared by its steps."""
+        live = live if live is not None else LiveOutputs()
         pad = " " * (width + 7)
         at = format_pos(st.node.pos)
         at = f" at {at}" if at else ""
@@ -347,12 +351,12 @@ class Trace(html.RichDisplay):
             if isinstance(sentence, str):
                 # the input's name in place of `a` ("grad expanded to w's shape")
                 lines.append(f"{pad}rule: "
-                             f"{with_operands(sentence, st.node, operand_names(st.node, self.names, labels))}")
+                             f"{with_operands(sentence, st.node, operand_names(st.node, self.names, labels, live))}")
             for (nxt, og), (k, formula) in zip(st.sends, _sent_rules(st)):
                 val = "nothing" if og is None else format_array(og)
                 lines.append(f"{pad}-> {labels[nxt]}  {_indent(val, len(pad) + len(labels[nxt]) + 5)}")
                 if formula is not None and og is not None:
-                    lines.append(f"{pad}   {_rule_line(st, k, formula, self.names, labels)}")
+                    lines.append(f"{pad}   {_rule_line(st, k, formula, self.names, labels, live)}")
         return lines
 
     # -- the trace in a notebook ---------------------------------------------------------
@@ -364,8 +368,9 @@ class Trace(html.RichDisplay):
         in, what went to each next node (a leaf: its ``.grad``) and the rule with the numbers."""
         labels = self._labels()
         rows, styles = [], []
+        live = LiveOutputs()
         for i, st in enumerate(self.steps[:_MAX_HTML_ROWS], 1):
-            rows.append(self._html_cells(st, i, labels))
+            rows.append(self._html_cells(st, i, labels, live))
             styles.append("background:#eef6ee" if st.deps == 0 else None)
         more = len(self.steps) - len(rows)
         footer = [f"... {more} more steps (print(trace) shows them all)"] if more > 0 else []
@@ -373,7 +378,7 @@ class Trace(html.RichDisplay):
                           caption=self._heading(), footer=footer, css_class="autodsl-trace",
                           row_styles=styles)
 
-    def _html_cells(self, st, i: int, labels: dict) -> list:
+    def _html_cells(self, st, i: int, labels: dict, live: LiveOutputs) -> list:
         """The cells of step ``i``'s row (text: the table escapes it)."""
         at = format_pos(st.node.pos)
         grad_in = format_array(st.grad_in)
@@ -388,12 +393,12 @@ class Trace(html.RichDisplay):
         sent, rules = [], []
         sentence = getattr(st.node, "rule", None)
         if isinstance(sentence, str):
-            rules.append(with_operands(sentence, st.node, operand_names(st.node, self.names, labels)))
+            rules.append(with_operands(sentence, st.node, operand_names(st.node, self.names, labels, live)))
         for (nxt, og), (k, formula) in zip(st.sends, _sent_rules(st)):
             head = f"-> {labels[nxt]}  "
             sent.append(head + _indent("nothing" if og is None else format_array(og), len(head)))
             if formula is not None and og is not None:
-                rules.append(f"{labels[nxt]}: {_rule_line(st, k, formula, self.names, labels)[2:]}")
+                rules.append(f"{labels[nxt]}: {_rule_line(st, k, formula, self.names, labels, live)[2:]}")
         return [str(i), labels[st.node], at, deps, grad_in, "\n".join(sent), "\n".join(rules)]
 
     # -- the trace as data ---------------------------------------------------------------
@@ -464,10 +469,10 @@ def _sent_rules(st):
             for i, nxt in enumerate(st.node.next_edges) if nxt is not None]
 
 
-def _rule_line(st, i, formula, names, labels) -> str:
+def _rule_line(st, i, formula, names, labels, live) -> str:
     """``= grad * 3.0 * (w2*(w1*x^2+b))^(3.0-1) = 1.0 * 3.0 * (-4.5)^(3.0-1)``: the rule
     with the user's names for the inputs, then with the numbers."""
-    text = "= " + with_operands(formula, st.node, operand_names(st.node, names, labels))
+    text = "= " + with_operands(formula, st.node, operand_names(st.node, names, labels, live))
     numbers = with_numbers(formula, st.values, st.grad_in)
     return text + (f" = {numbers}" if numbers else "")
 

@@ -301,7 +301,7 @@ class Sin(Op):
     if floats.LIBM_TRIG:
         def forward_f64(self, x):       # Note [0-d fast path] (ops/registry.py)
             if self._record:            # (save_for_backward's work for one tensor, without its calls)
-                self._saved = (SavedTensor(self.inputs[0]),)
+                self._saved = SavedTensor(self.inputs[0])     # (bare: Note [node memory])
             return _f64_array(_f64_sin(x))
 
     rule = ("grad * cos(a)",)
@@ -324,7 +324,7 @@ class Cos(Op):
     if floats.LIBM_TRIG:
         def forward_f64(self, x):       # Note [0-d fast path] (ops/registry.py)
             if self._record:            # (save_for_backward's work for one tensor, without its calls)
-                self._saved = (SavedTensor(self.inputs[0]),)
+                self._saved = SavedTensor(self.inputs[0])     # (bare: Note [node memory])
             return _f64_array(_f64_cos(x))
 
     rule = ("-grad * sin(a)",)

@@ -4,7 +4,7 @@ from autodsl.core.node cimport Node
 from autodsl.core.tensor cimport TensorBase
 
 cdef class Op(Node):
-    cdef public object _record, inputs, _consts, _params, _out_ref, _out_scalar
+    cdef public object inputs, _consts, _params, _out_scalar
 
 cdef class OpFlags:
     cdef public object cls, promote, differentiable

@@ -28,7 +28,7 @@ from autodsl.context import RunContext, current, current_or_none
 from autodsl.backend import kind_of, namespace_of
 from autodsl.core import grad_mode
 from autodsl.core.watch import after_op
-from autodsl.core.node import Node, SavedOutput, next_seq_nr
+from autodsl.core.node import Node, SavedOutput, add_saved, next_seq_nr
 from autodsl.source import POSITIONS as _POSITIONS, caller_pos
 from autodsl.errors import DeviceError, DSLError, ShapeError
 from autodsl.ops import chunked
@@ -42,7 +42,6 @@ from autodsl.core.limits import memory_error
 
 _gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
 _getframe = sys._getframe
-_weakref = weakref.ref
 _ndarray = backend.HOST_ARRAY   # (a NumPy array is on the host: the test without a call, for every op)
 _F64 = backend.HOST_F64
 _f64_array = backend.f64_scalar_array
@@ -132,9 +131,10 @@ class Op(Node):
     # ``_record``: this node records (some input needs a gradient); ``inputs``: the input
     # tensors while forward runs; ``_consts``: the arrays of the inputs no edge supplies (None
     # where an edge does), ``_params``: the op's keyword parameters (None: none), which with the
-    # edges are what re-running the forward needs (``rerun``, core/replay.py); ``_out_ref``: a weak
-    # reference to the output and ``_out_scalar``: a 0-d output's array, for graph().
-    __slots__ = ("_record", "inputs", "_consts", "_params", "_out_ref", "_out_scalar")
+    # edges are what re-running the forward needs (``rerun``, core/replay.py); ``_out_scalar``: a
+    # 0-d output's array, for the displays (a node holds no reference to its output: Note [live
+    # outputs] in core/rules.py).
+    __slots__ = ("_record", "inputs", "_consts", "_params", "_out_scalar")
 
     differentiable = None
     _op_flags = None        # (Note [op flags]: made on the class's first op)
@@ -497,11 +497,10 @@ def _apply(cls, inputs: tuple, params):
             dts = tuple([d.dtype for d in arrays])
             node.input_dtypes = None if all([d == dt for d in dts]) else dts
         node.input_shapes = _SHAPES.get(shapes) or _intern_shapes(shapes)
-        node._out_ref = _weakref(out)                   # graph() shows outputs' values
         if out_arr.ndim == 0:
             node._out_scalar = out_arr
         if node.save_output:
-            node._saved = (node._saved or ()) + (SavedOutput(out),)
+            add_saved(node, SavedOutput(out))
         out.grad_fn = node
         out._requires_grad = True
     if ctx.anomaly is not None or not (record or ctx.in_pass or grad_on and not flags.never_differentiable):
@@ -553,10 +552,9 @@ def _apply_f64(cls, flags, ctx, tensors, a, b, d0, d1):
             if edges[0] is None or edges[1] is None:
                 node._consts = (d0 if edges[0] is None else None, d1 if edges[1] is None else None)
         node.input_dtypes = None
-        node._out_ref = _weakref(out)
         node._out_scalar = out_arr
         if node.save_output:
-            node._saved = (node._saved or ()) + (SavedOutput(out),)
+            add_saved(node, SavedOutput(out))
         out.grad_fn = node
         out._requires_grad = True
     elif not (ctx.in_pass or grad_on and not flags.never_differentiable):

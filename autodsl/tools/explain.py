@@ -21,7 +21,7 @@ from autodsl.core import grad_mode
 from autodsl.core.html import RichDisplay, pre, table
 from autodsl.core.node import AccumulateGrad
 from autodsl.source import pos_text
-from autodsl.core.rules import enclosed
+from autodsl.core.rules import LiveOutputs, enclosed
 from autodsl.core.quiet import ieee
 from autodsl.core.trace import node_labels, tracing
 from autodsl.core.watch import quiet
@@ -227,12 +227,13 @@ def explain(f, x, element=None, names=None, max_paths: int = 16) -> Explanation:
         names = caller_namespace()       # the Python API: the caller's variables (as why())
     by_id = names_by_id(names)
     labels = node_labels([f.grad_fn], by_id)
+    live = LiveOutputs()
     target = x._gradient_edge()
     if element is not None:
         element = _element(element, x.shape)
 
-    f_name = _tensor_name(f, by_id) or _node_name(f.grad_fn, by_id, labels)
-    x_name = _tensor_name(x, by_id) or (_node_name(x.grad_fn, by_id, labels) if x.grad_fn is not None
+    f_name = _tensor_name(f, by_id) or _node_name(f.grad_fn, by_id, labels, live)
+    x_name = _tensor_name(x, by_id) or (_node_name(x.grad_fn, by_id, labels, live) if x.grad_fn is not None
                                         else "x")
     root, f_now, x_now, orig = f.grad_fn, f, x, None
     reach = _reaching(root, target)
@@ -244,7 +245,7 @@ def explain(f, x, element=None, names=None, max_paths: int = 16) -> Explanation:
     with grad_mode.no_grad(), ieee():
         seed = Tensor(backend.xp(f.device).ones(f._data.shape, dtype=f._data.dtype), _device=f.device)
         for route in _paths(root, target, reach, max_paths):
-            paths.append(_term(route, seed, by_id, labels, orig))
+            paths.append(_term(route, seed, by_id, labels, live, orig))
         hooked = sorted((n for n in reach if n._pre_hooks), key=lambda n: -n.seq_nr)
         total = _total(f_now, x_now, n_paths, paths, with_hooks=bool(hooked))
     if orig:
@@ -257,7 +258,7 @@ def explain(f, x, element=None, names=None, max_paths: int = 16) -> Explanation:
         p.names[0] = f_name
         p.names[-1] = x_name + (" [operand " + mark[2] if mark[1] else "")
     e = Explanation(f_name, x_name, paths, n_paths, total, element, x.shape,
-                    [_node_name(n, by_id, labels) for n in hooked])
+                    [_node_name(n, by_id, labels, live) for n in hooked])
     if n_paths == 0 and x.grad_fn is not None and x.grad_fn.seq_nr > f.grad_fn.seq_nr:
         e.x_after_f = "indexed" if x.grad_fn.name.startswith("Index") else True
     return e
@@ -347,7 +348,7 @@ def _again(f, x, target, f_name):
     return fresh[f.grad_fn], fresh.get(target, target), f_now, x_now, {n: o for o, n in fresh.items()}
 
 
-def _term(route, seed, by_id, labels, orig=None) -> PathTerm:
+def _term(route, seed, by_id, labels, live, orig=None) -> PathTerm:
     g = seed
     flows, factors = [], []
     scalar = True
@@ -372,7 +373,7 @@ def _term(route, seed, by_id, labels, orig=None) -> PathTerm:
     names = [None]
     for n, i in route:
         nxt = n.next_edges[i]
-        name = _node_name(orig.get(nxt, nxt) if orig else nxt, by_id, labels)
+        name = _node_name(orig.get(nxt, nxt) if orig else nxt, by_id, labels, live)
         if n.next_edges.count(n.next_edges[i]) > 1:      # x * x: say which factor the path goes through
             name += f" [operand {i + 1}]"
         names.append(name)
@@ -406,13 +407,15 @@ def _tensor_name(t, by_id):
     return by_id.get(id(t))
 
 
-def _node_name(node, by_id, labels) -> str:
+def _node_name(node, by_id, labels, live) -> str:
+    """The variable that holds ``node``'s output (``live``: Note [live outputs]), else the
+    source text that made it, else its label."""
     if isinstance(node, AccumulateGrad):
         return by_id.get(id(node.variable)) or labels.get(node, "leaf")
-    ref = getattr(node, "_out_ref", None)
-    out = ref() if ref is not None else None
-    if out is not None and id(out) in by_id:
-        return by_id[id(out)]
+    if by_id:
+        for out in live.tensors(node):
+            if id(out) in by_id:
+                return by_id[id(out)]
     if node.pos and node.pos[2] is not None:        # language source text
         text = pos_text(node.pos)
         if text and len(text) <= 40:

@@ -5,10 +5,10 @@ them (``MulBackward#1``, ``AccumulateGrad(w1)``: ``autograd.trace.node_labels``)
 with the source ``line:col`` that made each op, its shape, its value (a number
 for scalars, min/max otherwise) and ``.grad`` where backward left one.
 
-Where values come from: a node does not own its output, so ``ops.registry.apply``
-leaves on each op node a weak reference to the output and, for scalars, the
-output array itself (``node._out_ref``, ``node._out_scalar``). A non-scalar intermediate that nothing
-holds any more is shown by its shape alone. Leaves are read from
+Where values come from: a node does not own its output. ``ops.registry.apply``
+leaves on each op node a 0-d output's array (``node._out_scalar``); a non-scalar
+output is found among the live tensors (``core.rules.LiveOutputs``, Note [live
+outputs]), and one that nothing holds any more is shown by its shape alone. Leaves are read from
 ``AccumulateGrad.variable``, the root from the tensor itself.
 
 Every walk uses an explicit stack (DESIGN §1.5): a 100,000-node chain prints.
@@ -28,6 +28,7 @@ import autodsl.backend as backend
 from autodsl.core.html import RichDisplay
 from autodsl.core.journal import record_file
 from autodsl.core.node import AccumulateGrad
+from autodsl.core.rules import LiveOutputs
 from autodsl.source import format_pos, pos_text, warn_user
 from autodsl.core.trace import leaf_label, node_labels, walk
 from autodsl.context import current
@@ -120,6 +121,15 @@ class _Describer:
         self.labels = labels
         self.by_id, self.by_node = name_maps(names)
         self.cache = {}
+        self.live = LiveOutputs()
+
+    def _live_output(self, node):
+        """A live tensor ``node`` made, a named one first (Note [live outputs]); else None."""
+        ts = self.live.tensors(node)
+        for t in ts:
+            if id(t) in self.by_id:
+                return t
+        return ts[0] if ts else None
 
     def of_root_leaf(self) -> _Facts:
         x = self.root
@@ -144,16 +154,19 @@ class _Describer:
             return _Facts(label, self.by_id.get(id(t)), t.shape, _value_text(t._data), _grad_text(t),
                           ("leaf", "requires_grad"), leaf=True)
         out, data = None, None
+        name = self.by_node.get(node)
         if node is self.root.grad_fn:
             out = self.root
+        elif node._retained:
+            out = node._retained[0]
         else:
-            ref = getattr(node, "_out_ref", None)      # a weak reference to the output
-            if ref is not None:
-                out = ref()
-                data = getattr(node, "_out_scalar", None)    # a scalar output's array, kept
+            data = getattr(node, "_out_scalar", None)    # a scalar output's array, kept
+            if data is None or name is None and self.by_id:
+                out = self._live_output(node)
         if out is not None:
             data = out._data
-        name = self.by_node.get(node) or (self.by_id.get(id(out)) if out is not None else None)
+        if name is None and out is not None:
+            name = self.by_id.get(id(out))
         shape = tuple(data.shape) if data is not None else shape_hint
         grad, marks = None, ()
         retained = [t for t in (node._retained or ()) if t._grad is not None]

@@ -25,6 +25,7 @@ import numpy as np
 import autodsl.backend as backend
 from autodsl.core.grad_mode import enable_grad
 from autodsl.core.html import RichDisplay
+from autodsl.core.rules import LiveOutputs
 from autodsl.core.trace import tracing
 from autodsl.core.watch import quiet
 from autodsl.ops.creation import linspace, ones_like, tensor
@@ -254,8 +255,12 @@ def _evaluate_graph(root, x_node, x, lo, hi, n):
 
 
 def _output(node):
-    ref = getattr(node, "_out_ref", None)
-    return ref() if ref is not None else None
+    """A live tensor ``node`` made, a named one first (Note [live outputs]); else None."""
+    ts = LiveOutputs().tensors(node) if node is not None else ()
+    for t in ts:
+        if names_of(t):
+            return t
+    return ts[0] if ts else None
 
 
 def _tensor_name(t, default: str) -> str:

@@ -45,9 +45,9 @@ import numpy as np
 
 import autodsl.backend as backend
 from autodsl.core import watch
-from autodsl.core.node import AccumulateGrad
+from autodsl.core.node import AccumulateGrad, saved_entries
 from autodsl.source import format_pos, pos_text
-from autodsl.core.rules import input_value, output_value
+from autodsl.core.rules import LiveOutputs, input_value, output_value
 from autodsl.core import replay
 from autodsl.core.trace import last_trace, node_labels, walk
 from autodsl.names import caller_namespace
@@ -175,6 +175,7 @@ class _Explainer:
         self.me = f"`{nm}`" if nm else "this tensor"
         self.grad_of = f"{nm}.grad" if nm else "its .grad"
         self.labels = {}
+        self.live = LiveOutputs()        # (Note [live outputs])
 
     # -- naming --------------------------------------------------------------------------------
     def label(self, node) -> str:
@@ -215,7 +216,9 @@ class _Explainer:
         pos = child.pos
         return pos_text(pos) if pos and pos[2] is not None else None    # not a whole Python line
 
-    input_value = staticmethod(input_value)
+    def input_value(self, node, i):
+        """The array ``node``'s input ``i`` had, where the graph still knows it; else None."""
+        return input_value(node, i, self.live)
 
     def backward_text(self, last) -> str:
         roots = last.roots
@@ -410,8 +413,7 @@ class _Explainer:
         for node in graph:
             if isinstance(node, AccumulateGrad):
                 continue
-            saved = node._saved or ()
-            for s in saved:
+            for s in saved_entries(node):
                 t = getattr(s, "tensor", None)
                 if t is not None and t is not x and t._version is counter and t.grad_fn is None \
                         and not t._requires_grad:
@@ -533,7 +535,7 @@ class _Explainer:
         except DSLError as e:
             return seeds, target, None, f"{freed}, and evaluating it again failed ({e.message})"
         for r in roots:
-            known = output_value(r)
+            known = output_value(r, self.live)
             if known is not None and not replay.same_values(rep.outputs[r]._data, known):
                 return seeds, target, None, (
                     f"{freed}, and a tensor it was computed from changed since (an in-place update such "
