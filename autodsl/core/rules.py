@@ -81,6 +81,16 @@ class LiveOutputs:
         ts = self.tensors(node)
         return ts[0] if ts else None
 
+    def named_output(self, node, names) -> tuple:
+        """``(tensor, name)``: a live tensor ``node`` made that ``names`` ({id(tensor): name})
+        names, else ``(any live one or None, None)``."""
+        ts = self.tensors(node)
+        for t in ts:
+            name = names.get(id(t))
+            if name is not None:
+                return t, name
+        return (ts[0] if ts else None), None
+
 
 def input_value(node, i: int, live: LiveOutputs | None = None):
     """The (backend) array ``node``'s input ``i`` had, where the graph still knows it: a leaf's
@@ -143,10 +153,7 @@ def operand_names(node, names=None, labels=None, live: LiveOutputs | None = None
             label = names.get(id(nxt.variable))
         else:
             if live is not None and len(names):
-                for t in live.tensors(nxt):
-                    label = names.get(id(t))
-                    if label is not None:
-                        break
+                label = live.named_output(nxt, names)[1]
             if label is None and nxt.pos and nxt.pos[2] is not None:    # language text only
                 text = pos_text(nxt.pos)
                 if text and len(text) <= 30:

@@ -412,10 +412,9 @@ def _node_name(node, by_id, labels, live) -> str:
     source text that made it, else its label."""
     if isinstance(node, AccumulateGrad):
         return by_id.get(id(node.variable)) or labels.get(node, "leaf")
-    if by_id:
-        for out in live.tensors(node):
-            if id(out) in by_id:
-                return by_id[id(out)]
+    name = live.named_output(node, by_id)[1] if by_id else None
+    if name is not None:
+        return name
     if node.pos and node.pos[2] is not None:        # language source text
         text = pos_text(node.pos)
         if text and len(text) <= 40:

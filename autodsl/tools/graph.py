@@ -123,14 +123,6 @@ class _Describer:
         self.cache = {}
         self.live = LiveOutputs()
 
-    def _live_output(self, node):
-        """A live tensor ``node`` made, a named one first (Note [live outputs]); else None."""
-        ts = self.live.tensors(node)
-        for t in ts:
-            if id(t) in self.by_id:
-                return t
-        return ts[0] if ts else None
-
     def of_root_leaf(self) -> _Facts:
         x = self.root
         name = self.by_id.get(id(x))
@@ -162,7 +154,7 @@ class _Describer:
         else:
             data = getattr(node, "_out_scalar", None)    # a scalar output's array, kept
             if data is None or name is None and self.by_id:
-                out = self._live_output(node)
+                out = self.live.named_output(node, self.by_id)[0]     # (Note [live outputs])
         if out is not None:
             data = out._data
         if name is None and out is not None:
