@@ -482,7 +482,7 @@ def _apply(cls, inputs: tuple, params):
             else:
                 node._consts = tuple([d if e is None else None for d, e in zip(arrays, edges)])
         dt = out_arr.dtype
-        # Note [node memory]: a graph is mostly nodes, and most nodes of a graph have the same
+        # (Note [node memory], core/node.py) most nodes of a graph have the same
         # input shapes: one interned tuple serves them all.
         if len(arrays) == 1:             # (the usual arities spelled out: this runs for every op)
             d0 = arrays[0]
