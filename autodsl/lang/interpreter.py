@@ -19,7 +19,9 @@ error leaving a user function's body gets a line saying where that call was
 
 Statement lists are walked by loops and `+ - * / @` chains are flat, so long
 scripts and 3000-term sums need no deep recursion; user-function recursion is
-capped at ``MAX_CALL_DEPTH``.
+capped at ``MAX_CALL_DEPTH``. A loop that runs ``COMPILE_AT`` times or more runs
+its body as one generated function that does what this module does, inline
+(Note [compiled loop bodies], lang/loop_body.py).
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ from autodsl.errors import DSLError, IndexError_, NameError_, RuntimeError_, Typ
 from autodsl.backend import is_host_array
 from autodsl.core.tensor import PUBLIC_ATTRIBUTES, PUBLIC_METHODS, Tensor, as_tensor
 from autodsl.lang import ast as A
+from autodsl.lang.loop_body import COMPILE_AT, compile_body, compile_for
 from autodsl.lang.python_words import NAME_HINTS, TENSOR_ATTRIBUTE_HINTS
 from autodsl.lang.values import (describe, describe_value, number_pow, param_text, suggest, translate_exception,
                      truth)
@@ -360,8 +363,15 @@ class Interpreter:
                                           f"not {describe(iterable)}"), stmt.iterable)
         scope = self.scope
         report = current().loop_progress if self.loop_depth == 0 else None
+        run = stmt.__dict__.get("_run")
+        if run is None and total >= COMPILE_AT:
+            # Note [compiled loop bodies] (lang/loop_body.py): the loop written out once
+            run = stmt._run = compile_for(stmt, self, _FUNCTION_TYPES, _Break, _Continue)
         self.loop_depth += 1
         try:
+            if run is not None:
+                run(self, items, scope.vars, self.builtins, scope.parent is None, report, total)
+                return
             for done, item in enumerate(items, 1):
                 scope.vars[stmt.var] = item
                 if not self._iteration(stmt.body):
@@ -377,6 +387,7 @@ class Interpreter:
         report = current().loop_progress if self.loop_depth == 0 else None
         self.loop_depth += 1
         done = 0
+        body = stmt.__dict__.get("_body")
         try:
             while True:
                 cond = self.eval(stmt.cond)
@@ -384,8 +395,23 @@ class Interpreter:
                     ok = truth(cond)
                 except DSLError as e:
                     raise self._attach(e, stmt.cond)
-                if not ok or not self._iteration(stmt.body):
+                if not ok:
                     break
+                if body is None:
+                    if not self._iteration(stmt.body):
+                        break
+                    if done + 1 >= COMPILE_AT:      # Note [compiled loop bodies]
+                        body = stmt._body = compile_body(stmt.body, self, _FUNCTION_TYPES)
+                else:
+                    if self.limits is not None:
+                        self.limits.step()
+                    scope = self.scope
+                    try:
+                        body(self, scope.vars, self.builtins, scope.parent is None)
+                    except _Continue:
+                        pass
+                    except _Break:
+                        break
                 done += 1
                 if report is not None:
                     report(done, None)
@@ -550,14 +576,20 @@ class Interpreter:
                 else:
                     value = self.binop(op, value, right, positions[i])
             except Exception as exc:  # noqa: BLE001 - translated and positioned at the operator
-                e = translate_exception(exc)
-                if not e.has_position and self.source is not None:
-                    e.with_position(file=self.source.filename, line=line, column=column,
-                                    source_line=self.source.line_text(line), end_column=column + 1)
+                e = self._operator_error(exc, line, column)
                 if e is exc:
                     raise
                 raise e from None
         return value
+
+    def _operator_error(self, exc: Exception, line: int, column: int) -> DSLError:
+        """``exc``, raised by the operator at ``line``:``column`` of a chain, as a DSLError
+        positioned there (unless it has a position already)."""
+        e = translate_exception(exc)
+        if not e.has_position and self.source is not None:
+            e.with_position(file=self.source.filename, line=line, column=column,
+                            source_line=self.source.line_text(line), end_column=column + 1)
+        return e
 
     def eval_Compare(self, node: A.Compare):
         a = self.eval(node.left)
