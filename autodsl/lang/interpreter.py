@@ -545,14 +545,7 @@ class Interpreter:
             value = vars[first.id]
         else:
             value = self.eval(first)
-        positions = node.__dict__.get("_pos")
-        if positions is None:
-            # the node made by the i-th operator computes `first op1 e1 ... op_i e_i`
-            first = node.first
-            positions = node._pos = [
-                self._make_pos(line, column, first.line, first.column,
-                               operand.end_column if operand.line == first.line else None)
-                for _, operand, line, column in node.ops]
+        positions = node.__dict__.get("_pos") or self._chain_positions(node)
         for i, (op, operand, line, column) in enumerate(node.ops):
             tp = type(operand)
             if tp is A.Number:
@@ -581,6 +574,16 @@ class Interpreter:
                     raise
                 raise e from None
         return value
+
+    def _chain_positions(self, node: A.Chain) -> list:
+        """The position of each operator's node in ``node`` (cached on it): the node made by the
+        i-th operator computes `first op1 e1 ... op_i e_i`."""
+        first = node.first
+        positions = node._pos = [
+            self._make_pos(line, column, first.line, first.column,
+                           operand.end_column if operand.line == first.line else None)
+            for _, operand, line, column in node.ops]
+        return positions
 
     def _operator_error(self, exc: Exception, line: int, column: int) -> DSLError:
         """``exc``, raised by the operator at ``line``:``column`` of a chain, as a DSLError

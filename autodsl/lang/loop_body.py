@@ -114,12 +114,7 @@ class _Writer:
     def chain(self, node: A.Chain, depth: int) -> str:
         interp = self.interp
         first = node.first
-        positions = node.__dict__.get("_pos")
-        if positions is None:           # (eval_Chain's cache: the same positions)
-            positions = node._pos = [
-                interp._make_pos(line, column, first.line, first.column,
-                                 operand.end_column if operand.line == first.line else None)
-                for _, operand, line, column in node.ops]
+        positions = node.__dict__.get("_pos") or interp._chain_positions(node)
         out = self.temp()
         self.emit(depth, "try:")
         d = depth + 1
