@@ -38,6 +38,7 @@ COMPILED = [
     "autodsl/core/engine.py",
     "autodsl/core/grad_mode.py",
     "autodsl/core/node.py",
+    "autodsl/core/step_log.py",
     "autodsl/core/tensor.py",
     "autodsl/core/tensor_fields.py",
     "autodsl/ops/elementwise.py",

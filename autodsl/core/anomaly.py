@@ -57,8 +57,8 @@ class _State(PassObserver):
         self.mode = mode
         self.seen = set()
 
-    def step(self, record) -> None:
-        check_backward(*record)
+    def step(self, node, grad, outs) -> None:
+        check_backward(node, grad, outs)
 
 
 class AnomalyWarning(UserWarning):

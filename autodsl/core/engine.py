@@ -208,7 +208,7 @@ class GraphTask:
             outs = node.validate_outputs(node.apply(g), g)
         self._ran.append(node)
         for o in obs:
-            o.step((node, g, outs))
+            o.step(node, g, outs)
         return outs
 
     def _accumulate(self, node, tensor, g):

@@ -43,7 +43,7 @@ import time
 
 from autodsl import names
 from autodsl.context import current, current_or_none
-from autodsl.core.node import AccumulateGrad, Node, SavedOutput, SavedTensor, saved_entries
+from autodsl.core.node import AccumulateGrad, Node, SavedOutput, SavedTensor, const_entries, saved_entries
 from autodsl.errors import LimitError
 
 __all__ = [
@@ -291,7 +291,7 @@ def held_bytes(roots) -> int:
                         total += storage(saved.data)
                 elif isinstance(saved, SavedOutput):
                     total += storage(saved.data)
-            for a in getattr(v, "_consts", None) or ():
+            for a in const_entries(v):
                 if a is not None:
                     total += storage(a)
             stack.extend(getattr(v, "next_edges", None) or ())

@@ -32,7 +32,7 @@ from autodsl.core.words import kind as value_kind
 from autodsl.core.tensor_fields import TensorFields
 
 __all__ = ["Node", "AccumulateGrad", "SavedTensor", "SavedOutput", "next_seq_nr", "RemovableHandle",
-           "write_record", "release_nodes", "saved_entries", "add_saved"]
+           "write_record", "release_nodes", "saved_entries", "add_saved", "const_entries"]
 
 _seq = itertools.count()
 next_seq_nr = _seq.__next__
@@ -381,6 +381,19 @@ def saved_entries(node) -> tuple:
     if saved is None:
         return ()
     return saved if type(saved) is tuple else (saved,)
+
+
+def const_entries(node) -> tuple:
+    """The arrays of ``node``'s inputs that no edge supplies (an op's ``_consts``), one entry
+    per edge (None where an edge does); empty when there are none. A node of two inputs keeps
+    its one constant bare (no tuple: Note [trace records], core/step_log.py), at the index of
+    its edge that leads nowhere."""
+    consts = getattr(node, "_consts", None)
+    if consts is None:
+        return ()
+    if type(consts) is tuple:
+        return consts
+    return (consts, None) if node.next_edges[0] is None else (None, consts)
 
 
 def add_saved(node, value) -> None:

@@ -21,9 +21,8 @@ class PassObserver:
     def hooked(self, node, before) -> None:
         """A tensor hook on ``node`` replaced the gradient ``before``."""
 
-    def step(self, record) -> None:
-        """A node ran: ``record`` is ``(node, grad, outs)``, ``outs`` one Tensor or None per edge
-        (one tuple, so that an observer may bind ``step`` to a list's append)."""
+    def step(self, node, grad, outs) -> None:
+        """``node`` ran on the gradient ``grad`` and returned ``outs``, one Tensor or None per edge."""
 
     def accumulate(self, node, tensor, grad) -> None:
         """``grad`` is staged for ``tensor.grad`` (a leaf, a target or a retained tensor)."""

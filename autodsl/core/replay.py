@@ -2,7 +2,7 @@
 
 Note [replay]: a node of an op keeps what running its forward again needs (DESIGN.md section
 11): its op (the node's class), the op's parameters (``_params``), its constant inputs by
-reference (``_consts``: the backend array of each input that no edge supplies) and, through
+reference (``_consts``, read with ``const_entries``: the array of each input no edge supplies) and, through
 ``next_edges``, where every other input comes from: a leaf (its ``AccumulateGrad``) or the node
 that made it. ``Op.rerun(inputs)`` runs one node's op again on new input tensors; ``evaluate``
 runs every node between the roots and the leaves in creation order (``seq_nr``: an input's
@@ -23,7 +23,7 @@ import autodsl.backend as backend
 from autodsl.context import current
 from autodsl.core import grad_mode
 from autodsl.core import watch
-from autodsl.core.node import AccumulateGrad
+from autodsl.core.node import AccumulateGrad, const_entries
 from autodsl.core.quiet import ieee
 from autodsl.core.tensor import Tensor, array_from_data, new_tensor
 from autodsl.errors import AutogradError, RuntimeError_, TypeError_, ValueError_
@@ -148,13 +148,13 @@ def evaluate(roots, values=None, *, record: bool = False, keep=(), order=None) -
 
 def _rerun(node, memo, record, ctx):
     edges = node.next_edges
-    consts = getattr(node, "_consts", None)
+    consts = const_entries(node)
     inputs = []
     for i, e in enumerate(edges):
         if e is not None:
             inputs.append(memo[e])
             continue
-        arr = consts[i] if consts is not None and i < len(consts) else None
+        arr = consts[i] if i < len(consts) else None
         if arr is None:     # pragma: no cover - every input is an edge or a constant (ops/registry.py)
             raise RuntimeError_(f"internal error: {node.name} has neither an edge nor a constant for its "
                                 f"input {i}, so it cannot be evaluated again")
@@ -217,7 +217,7 @@ def fixed_inputs(roots, keys, ops=None) -> list:
     leaf_arrays = [(k, k.variable._data) for k in keys if isinstance(k, AccumulateGrad)]
     found = []
     for node in ops:
-        consts = getattr(node, "_consts", None) or ()
+        consts = const_entries(node)
         arrays = [(i, None, c) for i, c in enumerate(consts) if c is not None]
         for name, v in (getattr(node, "_params", None) or {}).items():
             arrays.extend((None, name, a) for a in (v if isinstance(v, (tuple, list)) else (v,))

@@ -15,7 +15,7 @@ import re
 
 import autodsl.backend as backend
 from autodsl.textfmt import format_number
-from autodsl.core.node import AccumulateGrad
+from autodsl.core.node import AccumulateGrad, const_entries
 import autodsl.names as _names
 from autodsl.source import pos_text
 
@@ -98,8 +98,8 @@ def input_value(node, i: int, live: LiveOutputs | None = None):
     edges = node.next_edges
     nxt = edges[i] if i < len(edges) else None
     if nxt is None:
-        consts = getattr(node, "_consts", None)
-        return consts[i] if consts is not None and i < len(consts) else None
+        consts = const_entries(node)
+        return consts[i] if i < len(consts) else None
     if isinstance(nxt, AccumulateGrad):
         return nxt.variable._data
     return output_value(nxt, live)
@@ -142,12 +142,12 @@ def operand_names(node, names=None, labels=None, live: LiveOutputs | None = None
     it has operators), or else its node's label in angle brackets (``labels``: {node: label});
     None when nothing is known."""
     names = names if names is not None else {}
-    consts = getattr(node, "_consts", None)
+    consts = const_entries(node)
     out = []
     for i, nxt in enumerate(node.next_edges):
         label = None
         if nxt is None:
-            c = consts[i] if consts is not None and i < len(consts) else None
+            c = consts[i] if i < len(consts) else None
             label = None if c is None or c.ndim != 0 else _number(_host_scalar(c))
         elif isinstance(nxt, AccumulateGrad):
             label = names.get(id(nxt.variable))

@@ -25,7 +25,7 @@ from autodsl.errors import AutogradError
 from autodsl.textfmt import format_array
 from autodsl.source import format_pos, pos_text
 from autodsl.core import html
-from autodsl.core.observer import PassObserver
+from autodsl.core.step_log import StepLog, real_edges
 from autodsl.core.rules import LiveOutputs, operand_names, rule_text, scalar_values, with_numbers, with_operands
 from autodsl.errors import TypeError_
 from autodsl.core.node import AccumulateGrad
@@ -82,9 +82,9 @@ def new_recorder():
 class Step:
     """One node run: ``kind`` is "node" or "leaf".
 
-    Gradients are kept as the engine's tensors (its buffers are never written
-    in place) and copied to host arrays only when read, so recording costs
-    little when nobody prints the trace.
+    Gradients are kept as the engine's arrays (its buffers are never written
+    in place; Note [trace records]) and copied to host arrays only when read, so
+    recording costs little when nobody prints the trace.
     """
 
     __slots__ = ("kind", "node", "deps", "_g", "_sends", "leaf", "_after", "_cache", "_hooked",
@@ -95,7 +95,7 @@ class Step:
         self.node = node
         self.deps = deps
         self._g = g
-        self._sends = outs          # what the node returned, one entry per edge (see _pairs)
+        self._sends = outs          # what the node sent along each of its real_edges (see _pairs)
         self.leaf = leaf
         self._after = None      # the leaf's .grad when the pass ended: a host copy, or (tensor, version)
         self._cache = None
@@ -122,7 +122,7 @@ class Step:
         if t._version[0] != version:
             raise AutogradError("this .grad was changed in place after the traced backward, and the "
                                 "trace keeps only small gradients; print the trace before changing it")
-        self._after = _snap(t)
+        self._after = _snap(t._data)
         return self._after
 
     @property
@@ -132,8 +132,8 @@ class Step:
 
     @property
     def _pairs(self):
-        """``((next node, gradient tensor or None), ...)`` for the edges that lead somewhere."""
-        return tuple((nxt, og) for nxt, og in zip(self.node.next_edges, self._sends) if nxt is not None)
+        """``((next node, gradient array or None), ...)`` for the edges that lead somewhere."""
+        return tuple(zip(real_edges(self.node), self._sends))
 
     @property
     def sends(self):
@@ -143,49 +143,34 @@ class Step:
         return self._cache
 
 
-class Recorder(PassObserver):
+class Recorder(StepLog):
     """The trace's observer of a pass (core/observer.py): one Step per node run or leaf.
 
-    A pass records one tuple per node; the Step objects are made when the steps are first
-    read (``steps``), so that a Session's backward, which always keeps its trace for
-    ``last_trace()``, costs little more than an untraced one when nobody reads it."""
+    The pass fills a StepLog (core/step_log.py, Note [trace records]); the Step objects are
+    made when the steps are first read (``steps``), so that a Session's backward, which
+    always keeps its trace for ``last_trace()``, costs little more than an untraced one when
+    nobody reads it."""
 
-    # ``step`` is a slot: each pass binds it to its list's append, so that the engine's call
-    # for every node run is one C call (PassObserver.step's record is the list's entry).
-    __slots__ = ("deps", "_raw", "_leaves", "_steps", "_afters", "create_graph", "hooks", "step")
+    __slots__ = ("_steps", "_afters")
 
     def start(self, deps, create_graph):
-        self.deps = deps
-        self._raw = []          # (node, g, outs) per node run, (node, g, (), leaf) per leaf
-        self._leaves = []       # the indices in _raw of the leaves' entries (finish reads only those)
-        self.step = self._raw.append
-        self._steps = []        # the Steps made of _raw[:len(_steps)]
-        self._afters = None     # {index in _raw: a leaf's .grad as the pass left it}
-        self.create_graph = create_graph
-        self.hooks = {}         # {node: its gradient before a tensor hook replaced it}
-
-    def hooked(self, node, before):
-        """A tensor hook on ``node`` replaced the gradient ``before`` (the step shows both;
-        a node runs once in a pass)."""
-        self.hooks[node] = before
-
-    def accumulate(self, node, tensor, g):
-        self._leaves.append(len(self._raw))
-        self._raw.append((node, g, (), tensor))
+        StepLog.start(self, deps, create_graph)
+        self._steps = []        # the Steps made of the first len(_steps) entries
+        self._afters = None     # {index: a leaf's .grad as the pass left it}
 
     @property
     def steps(self) -> list:
         """The Steps so far, in the order the nodes ran."""
-        made, raw = self._steps, self._raw
-        if len(made) < len(raw):
-            deps, afters, hooks = self.deps, self._afters, self.hooks
-            for i in range(len(made), len(raw)):
-                entry = raw[i]
-                node = entry[0]
-                if len(entry) == 3:
-                    st = Step("node", node, deps.get(node, 0), entry[1], entry[2])
+        made, nodes = self._steps, self._nodes
+        if len(made) < len(nodes):
+            deps, afters, hooks, leaves, grads = self.deps, self._afters, self.hooks, self._leaves, self._grads
+            for i in range(len(made), len(nodes)):
+                node = nodes[i]
+                leaf = leaves.get(i)
+                if leaf is None:
+                    st = Step("node", node, deps.get(node, 0), grads[i], self.sent(i))
                 else:
-                    st = Step("leaf", node, deps.get(node, 0), entry[1], leaf=entry[3])
+                    st = Step("leaf", node, deps.get(node, 0), grads[i], leaf=leaf)
                     if afters is not None:
                         st._after = afters.get(i)
                 if hooks:
@@ -197,19 +182,18 @@ class Recorder(PassObserver):
         # Copy now what later in-place writes could change: the accumulated .grad, and the
         # scalar values the rules' numbers use (a trace too long to read skips those, and
         # makes its Steps only when they are read).
-        if len(self._raw) <= _MAX_RULE_STEPS:
+        if len(self._nodes) <= _MAX_RULE_STEPS:
             for st in self.steps:
                 if st.kind == "leaf":
                     st._after = _grad_after(st.leaf)
                 else:
                     st.values = scalar_values(st.node)
         else:
-            raw = self._raw
-            self._afters = {i: _grad_after(raw[i][3]) for i in self._leaves}
+            self._afters = {i: _grad_after(leaf) for i, leaf in self._leaves.items()}
             for i, st in enumerate(self._steps):      # (any a stepper has read already)
                 if st.kind == "leaf":
                     st._after = self._afters.get(i)
-        tr = Trace(lambda: self.steps, self.create_graph, count=len(self._raw))
+        tr = Trace(lambda: self.steps, self.create_graph, count=len(self._nodes))
         ctx = current()
         if ctx.names is None:       # the Python API (a Session names leaves in its sink)
             tr.names = LazyNames(*frame_namespaces(_names.caller_frame()))
@@ -238,8 +222,9 @@ _MAX_HTML_ROWS = 2_000      # steps the HTML table shows (the text shows all)
 _COPY_GRAD_UP_TO = 4096      # elements of a leaf's .grad the trace copies when a pass ends
 
 
-def _snap(t):
-    return np.array(backend.to_host(t._data), copy=True)
+def _snap(arr):
+    """A host copy of a gradient array (a device one is read now)."""
+    return np.array(backend.to_host(arr), copy=True)
 
 
 def _grad_after(leaf):
@@ -250,7 +235,7 @@ def _grad_after(leaf):
     if gr is None:
         return None
     if gr._data.size <= _COPY_GRAD_UP_TO:
-        return _snap(gr) if backend.on_host(gr._data) else (_Copy(backend.copy(gr._data)), 0)
+        return _snap(gr._data) if backend.on_host(gr._data) else (_Copy(backend.copy(gr._data)), 0)
     return (gr, gr._version[0])
 
 

@@ -130,7 +130,8 @@ class Op(Node):
 
     # ``_record``: this node records (some input needs a gradient); ``inputs``: the input
     # tensors while forward runs; ``_consts``: the arrays of the inputs no edge supplies (None
-    # where an edge does), ``_params``: the op's keyword parameters (None: none), which with the
+    # where an edge does; a two-input op's one constant bare: read it with core/node.py's
+    # const_entries), ``_params``: the op's keyword parameters (None: none), which with the
     # edges are what re-running the forward needs (``rerun``, core/replay.py); ``_out_scalar``: a
     # 0-d output's array, for the displays (a node holds no reference to its output: Note [live
     # outputs] in core/rules.py).
@@ -476,9 +477,9 @@ def _apply(cls, inputs: tuple, params):
         # the inputs no edge supplies, by reference (not copies): a replay reads them, graph()
         # shows a scalar one (x * 0.5)
         if None in edges:
-            if len(arrays) == 2:
+            if len(arrays) == 2:        # one constant, kept bare (core/node.py's const_entries)
                 d0, d1 = arrays
-                node._consts = (d0 if edges[0] is None else None, d1 if edges[1] is None else None)
+                node._consts = d0 if edges[0] is None else d1
             else:
                 node._consts = tuple([d if e is None else None for d, e in zip(arrays, edges)])
         dt = out_arr.dtype
@@ -549,8 +550,8 @@ def _apply_f64(cls, flags, ctx, tensors, a, b, d0, d1):
             node.input_shapes = _SCALAR_SHAPES_1
         else:
             node.input_shapes = _SCALAR_SHAPES_2
-            if edges[0] is None or edges[1] is None:
-                node._consts = (d0 if edges[0] is None else None, d1 if edges[1] is None else None)
+            if edges[0] is None or edges[1] is None:     # (bare: core/node.py's const_entries)
+                node._consts = d0 if edges[0] is None else d1
         node.input_dtypes = None
         node._out_scalar = out_arr
         if node.save_output:

@@ -27,7 +27,7 @@ import numpy as np
 import autodsl.backend as backend
 from autodsl.core.html import RichDisplay
 from autodsl.core.journal import record_file
-from autodsl.core.node import AccumulateGrad
+from autodsl.core.node import AccumulateGrad, const_entries
 from autodsl.core.rules import LiveOutputs
 from autodsl.source import format_pos, pos_text, warn_user
 from autodsl.core.trace import leaf_label, node_labels, walk
@@ -298,8 +298,8 @@ def graph(x, names=None, max_nodes: int = 200) -> Graph:
 
 def _const_value(node, i):
     """The value of a scalar constant input of ``node`` (``x * 0.5`` -> "0.5"), or None."""
-    consts = getattr(node, "_consts", None)
-    arr = consts[i] if consts is not None and i < len(consts) else None
+    consts = const_entries(node)
+    arr = consts[i] if i < len(consts) else None
     return None if arr is None or arr.ndim != 0 else format_array(backend.to_host(arr))
 
 

@@ -45,7 +45,7 @@ import numpy as np
 
 import autodsl.backend as backend
 from autodsl.core import watch
-from autodsl.core.node import AccumulateGrad, saved_entries
+from autodsl.core.node import AccumulateGrad, const_entries, saved_entries
 from autodsl.source import format_pos, pos_text
 from autodsl.core.rules import LiveOutputs, input_value, output_value
 from autodsl.core import replay
@@ -201,8 +201,8 @@ class _Explainer:
         edges = node.next_edges
         child = edges[i] if i < len(edges) else None
         if child is None:           # a constant input: a variable whose values the node kept?
-            consts = getattr(node, "_consts", None)
-            data = consts[i] if consts is not None and i < len(consts) else None
+            consts = const_entries(node)
+            data = consts[i] if i < len(consts) else None
             if data is not None:
                 for k, v in self.namespace:
                     if v._data is data:
@@ -419,8 +419,7 @@ class _Explainer:
                         and not t._requires_grad:
                     found.setdefault(id(t), t)
                     used_by.setdefault(id(t), node)
-            consts = getattr(node, "_consts", None)
-            if consts is not None and any(c is x._data for c in consts):
+            if any(c is x._data for c in const_entries(node)):
                 const_users.append(node)
         for k, v in self.namespace:
             if v is not x and v._version is counter and v.grad_fn is None \
