@@ -8,8 +8,8 @@ tuple per node: the nodes, the gradients in and what each node sent go into thre
 node's sends as one array (or None) where it has one edge that leads somewhere, a tuple
 only where it has more. This module is compiled with the engine (setup.py's ``COMPILED``),
 so that ``step``, called for every node of a Session's backward, is a C function. (W6, the
-chain of 30,000 nodes as a script: 1.22x the Python API with a record per node as a tuple
-of Tensors kept by a Python method, 1.07x with the recorder doing nothing.)
+chain of 30,000 nodes as a script, compiled build: 1.28x the Python API when a record was a
+tuple of Tensors per node, 1.08-1.10x now, side by side in one process.)
 """
 from __future__ import annotations
 
