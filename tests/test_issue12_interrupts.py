@@ -9,6 +9,7 @@ pieced path, and check it against NumPy and against the one-call path, run after
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -37,6 +38,8 @@ def _interrupt(source: str, after: float = 1.0, bound: float = 15.0):
     p = subprocess.Popen([sys.executable, "-m", "autodsl", "-c", 'print("started")\n' + source],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
+        if not select.select([p.stdout], [], [], 120)[0]:      # a hang, not a slow start
+            pytest.fail(f"no output 120 s after the start: {source}")
         assert p.stdout.readline() == "started\n", f"it did not start: {p.communicate()}"
         time.sleep(after)
         assert p.poll() is None, f"it ended before the interrupt: {p.communicate()}"

@@ -11,6 +11,7 @@ import pytest
 
 import autodsl as ad
 from autodsl.core.node import const_entries
+from autodsl.core.replay import evaluate
 from autodsl.core.tensor import Tensor
 
 CHAIN = """
@@ -84,8 +85,12 @@ def test_const_entries_line_up_with_the_edges(make, index):
             assert e is None and float(c) == 0.5
         elif e is not None:
             assert c is None
-    # the graph shows the constant, and a replay of the node at new values uses it
+    # the graph shows the constant, and a replay at a new value of x uses it
     assert "0.5" in str(ad.graph(make(x)))
+    acc = next(e for e in node.next_edges if e is not None)
+    new = ad.tensor(np.array([3.0, -4.0]))
+    got = evaluate([node], {acc: new}).outputs[node]
+    np.testing.assert_array_equal(got.numpy(), make(new).numpy())
 
 
 def test_a_node_without_constants_has_no_entries():
