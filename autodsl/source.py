@@ -152,7 +152,10 @@ def caller_pos(start: int = 1):
     below are all autodsl's (``sys._getframe(n)`` makes no frame objects on the way; each
     step of the walk does).
     """
-    f = _getframe(start)
+    try:
+        f = _getframe(start)
+    except ValueError:      # fewer frames than the caller counted (a call from C): walk them all
+        f = _getframe(1)
     ours = _OURS
     while f is not None:
         code = f.f_code

@@ -324,6 +324,22 @@ def test_python_api_positions_made_again_at_one_place_are_the_same_and_right():
     assert seen[1][0] is seen[0][0]             # one tuple per line
 
 
+def test_python_api_positions_by_every_route_to_an_op():
+    # Note [the user's frame] (ops/registry.py): the walk starts at the first frame that may be
+    # the user's, whatever the route: an operator, its reflected form, a method, a function, one
+    # called by C (reduce, map), on 0-d float64 values (the fast path) and on arrays
+    import functools
+    for x in (ad.tensor(0.5, requires_grad=True, dtype=ad.float64), ad.tensor([0.5, 2.0], requires_grad=True)):
+        here = sys._getframe().f_lineno
+        made = [x * 0.5,                                     # here + 1
+                2.0 * x,                                     # here + 2
+                x.relu(),                                    # here + 3
+                ad.sin(x),                                   # here + 4
+                functools.reduce(ad.mul, [x, x, x]),         # here + 5
+                next(map(ad.cos, [x]))]                      # here + 6
+        assert [t.grad_fn.pos for t in made] == [(THIS_FILE, here + i, None, None) for i in range(1, 7)]
+
+
 def test_python_api_trace_and_step_show_the_callers_line():
     here = sys._getframe().f_lineno
     x = ad.tensor(2.0, requires_grad=True)

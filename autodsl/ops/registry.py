@@ -36,7 +36,7 @@ from autodsl.ops.formula import ARRAYS, FLOATS, TENSORS
 from autodsl.core.tensor import PUBLIC_METHODS, Tensor, TensorBase, new_tensor
 from autodsl.errors import DTypeError, IndexError_, TypeError_, ValueError_
 from autodsl.core.words import plain
-from autodsl.ops.promotion import fast_pair, promoted, to_tensors
+from autodsl.ops.promotion import _constant, fast_pair, promoted, to_tensors
 from autodsl.ops.op_limits import check_op
 from autodsl.core.limits import memory_error
 
@@ -80,7 +80,7 @@ class OpFlags:
     runs an op, never on a class that has already run one."""
 
     __slots__ = ("cls", "promote", "pair", "floating", "differentiable", "never_differentiable",
-                 "pointwise", "moves_device", "view", "f64", "f64_formula")
+                 "pointwise", "moves_device", "view", "f64", "f64_formula", "f64_lane")
 
     def __init__(self, cls):
         self.cls = cls
@@ -99,6 +99,8 @@ class OpFlags:
         # written beside that fast path, and computes something (add's passes g on: nothing to gain)
         self.f64_formula = self.f64 and cls.formula is not None and not cls.passes_gradient and \
             _defined_in(cls, "formula") is _defined_in(cls, "forward_f64")
+        # the op's 0-d fast path, tried first of all by _apply (its inputs need no promotion)
+        self.f64_lane = self.f64 and self.differentiable is None and not self.view and not self.moves_device
 
 
 def _defined_in(cls, name: str):
@@ -318,6 +320,25 @@ def _apply(cls, inputs: tuple, params):
     flags = cls._op_flags
     if flags is None or flags.cls is not cls:       # (inherited: a base class's)
         flags = _op_flags(cls)
+    if flags.f64_lane and not params and type(inputs[0]) is Tensor:
+        # Note [0-d fast path]: 0-d float64 host tensors (and a float beside one), first of all:
+        # what the checks below come to for them, without their calls
+        a = inputs[0]
+        d0 = a._data
+        if type(d0) is _ndarray and d0.dtype is _F64 and d0.ndim == 0 and a._base is None:
+            ctx = current_or_none() or current()
+            if ctx.limits is None and ctx.capture is None and ctx.anomaly is None:
+                if len(inputs) == 1:
+                    return _apply_f64(cls, flags, ctx, inputs, a, None, d0, None)
+                if len(inputs) == 2 and flags.pair:
+                    other = inputs[1]
+                    if type(other) is float:
+                        other = _constant(other, d0, a.device)
+                    if type(other) is Tensor and other.device == a.device:
+                        b = other
+                        d1 = b._data
+                        if type(d1) is _ndarray and d1.dtype is _F64 and d1.ndim == 0 and b._base is None:
+                            return _apply_f64(cls, flags, ctx, (a, b), a, b, d0, d1)
     tensors = None
     if flags.pair and len(inputs) == 2:
         tensors = fast_pair(cls, inputs[0], inputs[1])
@@ -543,7 +564,7 @@ def _apply_f64(cls, flags, ctx, tensors, a, b, d0, d1):
         pos = ctx.pos
         if pos is None and cython.compiled:
             pos = _known_pos()
-        node.pos = pos if pos is not None else caller_pos(_FRAMES_TO_CALLER)
+        node.pos = pos if pos is not None else caller_pos(_FRAMES_TO_CALLER_F64)
         node._params = None
         edges = node.next_edges
         if b is None:
@@ -651,9 +672,17 @@ def _intern_shapes(shapes: tuple) -> tuple:
     return shapes
 
 
-# caller_pos may start its walk above caller_pos and apply, autodsl's frames both, when this
-# module runs as Python (compiled, its functions push no frames).
-_FRAMES_TO_CALLER = 2 if type(apply).__name__ == "function" else 1
+# Note [the user's frame]: where caller_pos may start its walk, from _apply (and one frame more
+# from _apply_f64, which _apply calls). Run as Python, the frames below it are autodsl's all:
+# caller_pos, _apply, one of apply, apply1 and apply2, and the function that called that one,
+# for only autodsl's modules call those three (their callers are the public functions and the
+# methods). Each frame the walk steps through is a frame object Python makes for it (about
+# 0.2 us each, most of the cost of a node's position), so starting at the first frame that may
+# be the user's saves three of them per op. Compiled, this module's functions push no frames:
+# the walk starts at the first Python frame, which a public function in a module run as
+# Python may be.
+_FRAMES_TO_CALLER = 4 if type(apply).__name__ == "function" else 1
+_FRAMES_TO_CALLER_F64 = _FRAMES_TO_CALLER + 1 if _FRAMES_TO_CALLER > 1 else 1
 
 
 # the built-in a user called, for the ops that are one of its forms (max(x) is max_all)
