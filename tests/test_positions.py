@@ -340,6 +340,17 @@ def test_python_api_positions_by_every_route_to_an_op():
         assert [t.grad_fn.pos for t in made] == [(THIS_FILE, here + i, None, None) for i in range(1, 7)]
 
 
+def test_why_names_the_users_line_where_a_value_left_the_graph():
+    # why()'s record of a no_grad op starts its walk where the op's position would (after_op's frames)
+    for x in (ad.tensor(0.5, requires_grad=True, dtype=ad.float64), ad.tensor([0.5, 2.0], requires_grad=True)):
+        here = sys._getframe().f_lineno
+        with ad.no_grad():
+            y = x * 2.0                                      # here + 2
+            z = ad.sin(x)                                    # here + 3
+        assert f"computed at test_positions.py:{here + 2} " in str(ad.why(y))
+        assert f"computed at test_positions.py:{here + 3} " in str(ad.why(z))
+
+
 def test_python_api_trace_and_step_show_the_callers_line():
     here = sys._getframe().f_lineno
     x = ad.tensor(2.0, requires_grad=True)

@@ -170,10 +170,11 @@ def _sites_of(node, create: bool):
     return sites
 
 
-def after_op(cls, tensors, out, node, grad_on: bool) -> None:
+def after_op(cls, tensors, out, node, grad_on: bool, frames: int = 1) -> None:
     """The one call from ``ops.registry.apply`` after an op: made only while anomaly mode is on,
     or for an op that recorded no node because grad mode is off or the op is never
-    differentiable. ``node``: the op's node when it recorded one, else None.
+    differentiable. ``node``: the op's node when it recorded one, else None. ``frames``: how
+    many frames above its caller the user's may begin (``caller_pos``'s ``start``, less one).
 
     For the latter, when an input requires grad, remember where its value left the
     graph (a Break): one per site and source, so running a line again only updates it.
@@ -194,7 +195,7 @@ def after_op(cls, tensors, out, node, grad_on: bool) -> None:
                 kind = "integer_cast"
             else:
                 kind = "no_grad"
-            key = (kind, SOURCE_POS.get() or caller_pos())
+            key = (kind, SOURCE_POS.get() or caller_pos(frames + 1))
             brk = _sites_of(nodes[0], True).get(key) if len(nodes) == 1 else None
             if brk is not None:         # this site again (a loop): the latest result, the latest time
                 brk.out = weakref.ref(out)

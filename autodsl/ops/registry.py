@@ -526,7 +526,7 @@ def _apply(cls, inputs: tuple, params):
         out.grad_fn = node
         out._requires_grad = True
     if ctx.anomaly is not None or not (record or ctx.in_pass or grad_on and not flags.never_differentiable):
-        after_op(cls, tensors, out, node if record else None, grad_on)    # anomaly mode; why()
+        after_op(cls, tensors, out, node if record else None, grad_on, _FRAMES_TO_CALLER)  # anomaly mode; why()
     if ctx.capture is not None:         # compile() is recording this call (core/capture.py)
         ctx.capture.op(cls, node, inputs, tensors, params or {}, out, record)
     return out
@@ -580,7 +580,7 @@ def _apply_f64(cls, flags, ctx, tensors, a, b, d0, d1):
         out.grad_fn = node
         out._requires_grad = True
     elif not (ctx.in_pass or grad_on and not flags.never_differentiable):
-        after_op(cls, tensors, out, None, grad_on)      # why(): where a value left the graph
+        after_op(cls, tensors, out, None, grad_on, _FRAMES_TO_CALLER_F64)   # why(): where a value left the graph
     return out
 
 
