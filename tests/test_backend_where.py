@@ -41,3 +41,23 @@ def test_relu_gradient_with_non_finite_upstream_matches_torch():
     got, want = x.grad.numpy(), tx.grad.numpy()
     assert np.array_equal(got, want, equal_nan=True)
     assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "0-d"])
+def test_both_forms_give_where_bit_for_bit(dt, layout):
+    # where(c, a, +0) and where(c, +0, b): a's bits kept or +0.0, whatever the mask's layout
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((5, 7)).astype(dt)
+    a.flat[:6] = [np.inf, -np.inf, np.nan, -0.0, 0.0, -np.nan]
+    c = rng.random((7, 5)).T > 0.5
+    c.flat[:6] = [True, False, True, True, False, True]
+    if layout == "contiguous":
+        c = np.ascontiguousarray(c)
+    elif layout == "0-d":
+        a, c = a[0, 3].copy().reshape(()), np.array(True)
+    z = np.zeros((), dt)
+    for got, want in ((backend.where(c, a, z), np.where(c, a, z)), (backend.where(c, z, a), np.where(c, z, a)),
+                      (backend.where(~c, a, z), np.where(~c, a, z)), (backend.where(~c, z, a), np.where(~c, z, a))):
+        assert np.asarray(got).dtype == want.dtype and np.shape(got) == want.shape
+        assert np.asarray(got).tobytes() == want.tobytes()

@@ -558,28 +558,23 @@ def where(cond, a, b):
     NumPy's where branches on every element and runs ~10x slower than arithmetic on
     a random mask, and relu's, clamp's and max's gradients are ``where(mask, g, 0)``:
     for that form (a float array and a 0-d +0.0 of its dtype, the mask of a's shape)
-    the select is done on the bits instead, ``a & -mask``, which gives exactly
-    ``where``'s result (nan, inf and -0.0 of ``a`` kept where the mask is true).
+    the select is done on the bits instead: ``a``'s bits as integers times the mask's bytes
+    (0 or 1), one pass, which gives exactly ``where``'s result (nan, inf and -0.0 of ``a``
+    kept where the mask is true, +0.0 elsewhere). (The bit-and with ``-mask`` it replaced
+    made an integer mask first: 51 against 43 us at 256 x 512 float32, NumPy's own
+    ``g * (x > 0)`` 39 us.)
     """
     if type(a) is np.ndarray and type(cond) is np.ndarray and type(b) is np.ndarray:
         it = _INT_OF.get(a.dtype)
         if (it is not None and b.ndim == 0 and b.dtype == a.dtype and cond.dtype == np.bool_
                 and cond.shape == a.shape and b == 0 and not np.signbit(b)):
-            mask = np.subtract(0, cond, dtype=it)   # true -> all bits set, false -> 0 (one pass)
-            if type(mask) is not np.ndarray:        # 0-d: NumPy gives a scalar
-                return np.bitwise_and(a.view(it), mask).view(a.dtype)
-            np.bitwise_and(a.view(it), mask, out=mask)
-            return mask.view(a.dtype)
+            return np.multiply(a.view(it), cond.view(np.uint8), dtype=it).view(a.dtype)
         it = _INT_OF.get(b.dtype)
         # the mirrored form, where(mask, +0, b) (relu's gradient as torch tests it, x <= 0, so
-        # that a nan x passes the gradient): b & (mask - 1), true -> 0, false -> all bits set
+        # that a nan x passes the gradient): b's bits times not-mask
         if (it is not None and a.ndim == 0 and a.dtype == b.dtype and cond.dtype == np.bool_
                 and cond.shape == b.shape and a == 0 and not np.signbit(a)):
-            mask = np.subtract(cond, 1, dtype=it)
-            if type(mask) is not np.ndarray:
-                return np.bitwise_and(b.view(it), mask).view(b.dtype)
-            np.bitwise_and(b.view(it), mask, out=mask)
-            return mask.view(b.dtype)
+            return np.multiply(b.view(it), np.logical_not(cond).view(np.uint8), dtype=it).view(b.dtype)
     return namespace_of(a).where(cond, a, b)
 
 
