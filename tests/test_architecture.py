@@ -60,6 +60,7 @@ ALLOWED_GLOBALS = {
     "autodsl.backend:_strict_xp": "array_api_strict, loaded on first use",
     "autodsl.backend:_dask_xp": "dask's namespace, loaded on first use",
     "autodsl.ops.promotion:_CONSTANTS": "memo cache: one 0-d tensor per Python constant (Note [constant tensors])",
+    "autodsl.ops.promotion:_F64_CONSTANTS": "memo cache: one 0-d float64 array per Python float of apply's 0-d lane (Note [bare constants])",
     "autodsl.ops.promotion:_VALUES": "memo cache: the Python number of each cached constant (Note [constant tensors])",
     "autodsl.core.node:_seq": "id counter: creation order of nodes (seq_nr)",
     "autodsl.core.node:_hook_ids": "id counter of hook handles",

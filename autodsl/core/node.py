@@ -31,7 +31,7 @@ from autodsl.errors import AutogradError, DeviceError, DTypeError, ShapeError, T
 from autodsl.core.words import kind as value_kind
 from autodsl.core.tensor_fields import TensorFields
 
-__all__ = ["Node", "AccumulateGrad", "SavedTensor", "SavedOutput", "next_seq_nr", "RemovableHandle",
+__all__ = ["Node", "AccumulateGrad", "SavedTensor", "SavedOutput", "saved_constant", "next_seq_nr", "RemovableHandle",
            "write_record", "release_nodes", "saved_entries", "add_saved", "const_entries"]
 
 _seq = itertools.count()
@@ -54,6 +54,11 @@ class SavedTensor:
     output. A leaf (its identity is where its gradient goes), a view (it knows
     its base) and any other tensor are kept as they are. ``held`` is the kept
     tensor, or the grad_fn when ``data`` is set.
+
+    Note [bare constants]: a Python float beside a 0-d float64 tensor (``x * 0.5``, W3's
+    ``x * c``) gets no Tensor in the 0-d lane of ``apply``, only its array; what a node saves
+    of it is that array, with ``held`` None (no history) and a version that never moves
+    (``saved_constant``). ``unpack`` makes a fresh tensor that does not require grad.
     """
 
     __slots__ = ("held", "version", "data", "counter")
@@ -84,6 +89,8 @@ class SavedTensor:
             _check_version(node, index, t._version, self.version, t._data.shape, tensor=t)
             return t
         t = _names.TENSOR_TYPES[0](data, _device=device_of(data))
+        if self.held is None:       # a bare constant (Note [bare constants])
+            return t
         t._version = self.counter
         t.grad_fn = self.held
         t._requires_grad = True
@@ -101,6 +108,20 @@ class SavedTensor:
         if self.counter[0] != self.version:
             self.unpack(node, index)        # raises, naming the tensor
         return data
+
+
+_NEVER_WRITTEN = (0,)     # a bare constant's version counter: nothing can write it
+
+
+@cython.locals(s=SavedTensor)
+def saved_constant(arr) -> SavedTensor:
+    """What a node saves of a bare constant's array ``arr`` (Note [bare constants])."""
+    s = SavedTensor.__new__(SavedTensor)
+    s.held = None
+    s.data = arr
+    s.counter = _NEVER_WRITTEN
+    s.version = 0
+    return s
 
 
 class SavedOutput:

@@ -11,7 +11,7 @@ from autodsl.backend import floats
 from autodsl.backend import kind_of, namespace_of
 from autodsl.errors import DTypeError, ValueError_
 from autodsl.core.tensor import Tensor
-from autodsl.core.node import SavedTensor
+from autodsl.core.node import SavedTensor, saved_constant
 from autodsl.ops.formula import TENSORS, define
 from autodsl.ops.registry import Op, apply, apply1, apply2, defop, mark_pointwise
 from autodsl.ops.promotion import constant_value
@@ -22,6 +22,7 @@ from autodsl.core.words import kind
 from autodsl.ops.rounding import rounded_div
 
 _f64_array = backend.f64_scalar_array
+_ndarray = backend.HOST_ARRAY      # (the 0-d lane's bare constants are host arrays)
 _f64_sin, _f64_cos = floats.sin, floats.cos
 
 # The ops every network and chain uses state their derivative once, as a ``formula`` that runs
@@ -104,10 +105,12 @@ class Mul(Op):
         return _f64_array(x * y)
 
     def _save_inputs(self) -> None:
-        """torch: keep y only for x's gradient and x only for y's."""
+        """torch: keep y only for x's gradient and x only for y's. In the 0-d lane a float's
+        y is its bare array (Note [bare constants], core/node.py)."""
         x, y = self.inputs
         ea, eb = self.next_edges
-        self._saved = (None if eb is None else SavedTensor(x), None if ea is None else SavedTensor(y))
+        self._saved = (None if eb is None else SavedTensor(x), None if ea is None else
+                       saved_constant(y) if type(y) is _ndarray else SavedTensor(y))
 
     rule = ("grad * b", "grad * a")
 

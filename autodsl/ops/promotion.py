@@ -12,7 +12,7 @@ import autodsl.backend as backend
 from autodsl.backend import kind_of, namespace_of
 from autodsl.core.tensor import Tensor, as_tensor, new_tensor
 
-__all__ = ["promoted", "fast_pair", "to_tensors", "result_dtype", "constant_value"]
+__all__ = ["promoted", "fast_pair", "to_tensors", "result_dtype", "constant_value", "f64_constant"]
 
 _ndarray = backend.HOST_ARRAY
 _F64, _f64_array = backend.HOST_F64, backend.f64_scalar_array
@@ -86,6 +86,7 @@ def result_dtype(values):
 # sync on "cuda"); a NumPy array's number is read with float().
 _CONSTANTS: dict = {}
 _VALUES: dict = {}      # id(a cached constant's array) -> (that array, its Python number)
+_F64_CONSTANTS: dict = {}   # float -> its 0-d float64 host array (f64_constant)
 
 
 def _constant(value, like, device: str) -> Tensor:
@@ -110,6 +111,21 @@ def _constant(value, like, device: str) -> Tensor:
         if not host:            # (on the host the ops read the number with float(): no entry needed)
             _VALUES[id(arr)] = (arr, value)
     return t
+
+
+def f64_constant(value: float):
+    """The 0-d float64 host array of the Python float ``value``, for the 0-d lane of ``apply``,
+    which keeps it bare (Note [bare constants], core/node.py): one per value, as the Tensors
+    above, except a zero and a nan (the reasons above), made each time.
+    Shape (), dtype float64; raises nothing."""
+    arr = _F64_CONSTANTS.get(value)
+    if arr is None:
+        arr = _f64_array(value)
+        if value != 0.0 and value == value:
+            if len(_F64_CONSTANTS) >= 1024:
+                _F64_CONSTANTS.clear()
+            _F64_CONSTANTS[value] = arr
+    return arr
 
 
 def constant_value(arr):

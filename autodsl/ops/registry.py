@@ -36,7 +36,7 @@ from autodsl.ops.formula import ARRAYS, FLOATS, TENSORS
 from autodsl.core.tensor import PUBLIC_METHODS, Tensor, TensorBase, new_tensor
 from autodsl.errors import DTypeError, IndexError_, TypeError_, ValueError_
 from autodsl.core.words import plain
-from autodsl.ops.promotion import _constant, fast_pair, promoted, to_tensors
+from autodsl.ops.promotion import f64_constant, fast_pair, promoted, to_tensors
 from autodsl.ops.op_limits import check_op
 from autodsl.core.limits import memory_error
 
@@ -332,8 +332,9 @@ def _apply(cls, inputs: tuple, params):
                     return _apply_f64(cls, flags, ctx, inputs, a, None, d0, None)
                 if len(inputs) == 2 and flags.pair:
                     other = inputs[1]
-                    if type(other) is float:
-                        other = _constant(other, d0, a.device)
+                    if type(other) is float:        # Note [bare constants] (core/node.py)
+                        d1 = f64_constant(other)
+                        return _apply_f64(cls, flags, ctx, (a, d1), a, None, d0, d1)
                     if type(other) is Tensor and other.device == a.device:
                         b = other
                         d1 = b._data
@@ -536,9 +537,11 @@ def _apply(cls, inputs: tuple, params):
                record=cython.bint, grad_on=cython.bint)
 def _apply_f64(cls, flags, ctx, tensors, a, b, d0, d1):
     """``_apply`` for an op with a 0-d fast path on one or two 0-d float64 host tensors that are
-    not views (``b`` and ``d1`` None for one), in a context without limits, capture or anomaly
-    mode: what the general path does for them, without the checks that cannot apply (Note [0-d
-    fast path]). Compiled, this and the general path are one C call apart."""
+    not views (``b`` and ``d1`` None for one; ``b`` None and ``d1`` an array for a Python float
+    kept bare, Note [bare constants] in core/node.py, ``tensors`` then ``(a, d1)``), in a
+    context without limits, capture or anomaly mode: what the general path does for them,
+    without the checks that cannot apply (Note [0-d fast path]). Compiled, this and the general
+    path are one C call apart."""
     node = cls.__new__(cls)
     grad_on = ctx.grad_enabled
     record = grad_on and not flags.never_differentiable and (
@@ -551,12 +554,14 @@ def _apply_f64(cls, flags, ctx, tensors, a, b, d0, d1):
     if record:
         ea = None if not a._requires_grad else a.grad_fn if a.grad_fn is not None \
             else a._accumulate if a._accumulate is not None else a._accumulate_node()
-        if b is None:
+        if d1 is None:
             node.next_edges = (ea,)
+        elif b is None:
+            node.next_edges = (ea, None)
         else:
             node.next_edges = (ea, None if not b._requires_grad else b.grad_fn if b.grad_fn is not None
                                else b._accumulate if b._accumulate is not None else b._accumulate_node())
-    out_arr = node.forward_f64(d0.item()) if b is None else node.forward_f64(d0.item(), d1.item())
+    out_arr = node.forward_f64(d0.item()) if d1 is None else node.forward_f64(d0.item(), d1.item())
     out = new_tensor(out_arr, a.device)
     node.inputs = None
     if record:
@@ -567,7 +572,7 @@ def _apply_f64(cls, flags, ctx, tensors, a, b, d0, d1):
         node.pos = pos if pos is not None else caller_pos(_FRAMES_TO_CALLER_F64)
         node._params = None
         edges = node.next_edges
-        if b is None:
+        if d1 is None:
             node.input_shapes = _SCALAR_SHAPES_1
         else:
             node.input_shapes = _SCALAR_SHAPES_2
@@ -580,7 +585,8 @@ def _apply_f64(cls, flags, ctx, tensors, a, b, d0, d1):
         out.grad_fn = node
         out._requires_grad = True
     elif not (ctx.in_pass or grad_on and not flags.never_differentiable):
-        after_op(cls, tensors, out, None, grad_on, _FRAMES_TO_CALLER_F64)   # why(): where a value left the graph
+        after_op(cls, tensors if b is not None or d1 is None else (a,), out, None, grad_on,
+                 _FRAMES_TO_CALLER_F64)   # why(): where a value left the graph
     return out
 
 
