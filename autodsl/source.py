@@ -156,6 +156,11 @@ def caller_pos(start: int = 1):
         f = _getframe(start)
     except ValueError:      # fewer frames than the caller counted (a call from C): walk them all
         f = _getframe(1)
+    # the usual case first: that frame is a user's, at a place seen before (only users' frames
+    # are in the table, so a hit needs no check of the file name)
+    hit = POSITIONS.get((id(f.f_code), f.f_lasti))
+    if hit is not None:
+        return hit[1]
     ours = _OURS
     while f is not None:
         code = f.f_code
