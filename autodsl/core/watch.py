@@ -236,10 +236,12 @@ def made_by(tensor) -> Break | None:
 
 # -- in-place writes ---------------------------------------------------------------------------------
 
-def note_write(target, pos=None) -> None:
+def note_write(target, pos=None, frames: int = 0) -> None:
     """Called after an in-place write bumped ``target``'s version counter: remember where
-    (``pos``: where the write was written, when the caller knows; else the running position)."""
-    pos = pos or SOURCE_POS.get() or caller_pos()
+    (``pos``: where the write was written, when the caller knows; else the running position,
+    or the user's frame, whose walk may skip ``frames`` Python frames, this one's included,
+    when the caller knows that many are autodsl's)."""
+    pos = pos or SOURCE_POS.get() or caller_pos(1 + frames)
     counter = target._version
     rec = (counter[0], pos)
     if len(counter) == 1:

@@ -14,7 +14,6 @@ from autodsl.backend import namespace_of
 from autodsl.context import current
 from autodsl.core import grad_mode
 from autodsl.core.journal import record_attrs, record_values
-from autodsl.core.quiet import ieee
 from autodsl.core.tensor import Tensor
 from autodsl.core.watch import note_write
 from autodsl.errors import AutogradError, DTypeError, ShapeError
@@ -37,10 +36,12 @@ def inplace(fn, target: Tensor, *args, what: str = "in-place operation", ufunc: 
     """
     if target._base is not None and target._base_gen != target._base._gen:
         refresh_view(target)           # a view made before its base's last in-place op
-    recording = grad_mode.is_grad_enabled() and target.dtype.is_floating and (
+    ctx = current()
+    grad_on = ctx.grad_enabled
+    recording = grad_on and target.dtype.is_floating and (
         target._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args))
     base = target._base
-    if grad_mode.is_grad_enabled():
+    if grad_on:
         for t in (target, base):
             if t is not None and t.grad_fn is None and t._requires_grad:
                 who = names_of(target)          # "w += ..." with the user's name, not the placeholder x
@@ -50,14 +51,14 @@ def inplace(fn, target: Tensor, *args, what: str = "in-place operation", ufunc: 
                     f"{what} on a leaf tensor that requires grad: autograd needs its value as it is. "
                     "Update parameters inside a no_grad block (no_grad { w -= lr * w.grad }), "
                     "or write y = y - ... to make a new tensor")
-    if recording and current().capture is not None:
-        current().capture.fail(f"it writes in place while recording gradients ({what})")
+    if recording and ctx.capture is not None:
+        ctx.capture.fail(f"it writes in place while recording gradients ({what})")
     if recording and base is not None:
         return _inplace_on_view(fn, target, base, args, what)
     if recording:
         out = fn(_snapshot(target), *args)
     else:
-        if ufunc is not None and len(args) == 1 and current().anomaly is None and _write_ufunc(ufunc, target, args[0]):
+        if ufunc is not None and len(args) == 1 and ctx.anomaly is None and _write_ufunc(ufunc, target, args[0]):
             return target
         with grad_mode.no_grad():
             out = fn(target, *args)
@@ -174,17 +175,25 @@ def _write_ufunc(name: str, target: Tensor, other) -> bool:
     else:
         value = other
     record_values(target)
-    if current().ieee_depth:
+    ctx = current()
+    token = None if ctx.ieee_depth else backend.fp_errors_off()
+    try:
         done = backend.ufunc_inplace(name, target._data, value)
-    else:
-        with ieee():
-            done = backend.ufunc_inplace(name, target._data, value)
+    finally:
+        if token is not None:
+            backend.fp_errors_restore(token)
     if done:
         target._version[0] += 1
-        note_write(target)
-        if current().capture is not None:      # compile() is recording (core/capture.py)
-            current().capture.write_ufunc(name, target, other)
+        note_write(target, None, _WRITE_FRAMES)
+        if ctx.capture is not None:      # compile() is recording (core/capture.py)
+            ctx.capture.write_ufunc(name, target, other)
     return done
+
+
+# The Python frames from note_write to the caller of inplace() (note_write's, _write_ufunc's
+# and inplace's), counted as the functions run (a compiled one pushes no frame): the walk to
+# the user's frame for where a write happened starts there.
+_WRITE_FRAMES = sum(type(f).__name__ == "function" for f in (note_write, _write_ufunc, inplace))
 
 
 def _write(target: Tensor, out: Tensor, what: str) -> None:

@@ -214,8 +214,8 @@ def to_tensors(inputs):
 
 
 def fast_pair(cls, a, b):
-    """[a, b] as tensors of one dtype for the usual binary case (x * y of one dtype, x * 0.5 with
-    a floating x), or None to go the general way."""
+    """[a, b] as tensors of one dtype for the usual binary case (x * y of one dtype, x * 0.5 or
+    0.5 * x with a floating x), or None to go the general way."""
     if type(a) is Tensor:
         arr = a._data
         if type(b) is Tensor:
@@ -225,4 +225,8 @@ def fast_pair(cls, a, b):
         # (a NumPy dtype's kind is an attribute: kind_of's call only for other arrays)
         elif type(b) is float and (arr.dtype.kind == "f" if type(arr) is _ndarray else kind_of(arr.dtype) == "f"):
             return [a, _constant(b, arr, a.device)]
+    elif type(a) is float and type(b) is Tensor:       # 0.5 * x, 1 - x (the reflected operators)
+        arr = b._data
+        if arr.dtype.kind == "f" if type(arr) is _ndarray else kind_of(arr.dtype) == "f":
+            return [_constant(a, arr, b.device), b]
     return None

@@ -526,8 +526,10 @@ def _apply(cls, inputs: tuple, params):
             add_saved(node, SavedOutput(out))
         out.grad_fn = node
         out._requires_grad = True
-    if ctx.anomaly is not None or not (record or ctx.in_pass or grad_on and not flags.never_differentiable):
-        after_op(cls, tensors, out, node if record else None, grad_on, _FRAMES_TO_CALLER)  # anomaly mode; why()
+    if ctx.anomaly is not None or not (record or ctx.in_pass or grad_on and not flags.never_differentiable) \
+            and (len(tensors) > 2 or len(tensors) and (tensors[0]._requires_grad or tensors[-1]._requires_grad)):
+        # anomaly mode; why(): where a value that requires grad left the graph
+        after_op(cls, tensors, out, node if record else None, grad_on, _FRAMES_TO_CALLER)
     if ctx.capture is not None:         # compile() is recording this call (core/capture.py)
         ctx.capture.op(cls, node, inputs, tensors, params or {}, out, record)
     return out
@@ -584,9 +586,10 @@ def _apply_f64(cls, flags, ctx, tensors, a, b, d0, d1):
             add_saved(node, SavedOutput(out))
         out.grad_fn = node
         out._requires_grad = True
-    elif not (ctx.in_pass or grad_on and not flags.never_differentiable):
-        after_op(cls, tensors if b is not None or d1 is None else (a,), out, None, grad_on,
-                 _FRAMES_TO_CALLER_F64)   # why(): where a value left the graph
+    elif not (ctx.in_pass or grad_on and not flags.never_differentiable) and (
+            a._requires_grad or b is not None and b._requires_grad):
+        after_op(cls, tensors if b is not None else (a,), out, None, grad_on,
+                 _FRAMES_TO_CALLER_F64)   # why(): where a value that requires grad left the graph
     return out
 
 
