@@ -351,6 +351,29 @@ def test_why_names_the_users_line_where_a_value_left_the_graph():
         assert f"computed at test_positions.py:{here + 3} " in str(ad.why(z))
 
 
+def test_version_errors_name_the_users_line_of_an_in_place_write_by_every_route():
+    # note_write's walk starts above inplace() (ops/inplace.py's _WRITE_FRAMES): the operator,
+    # the method, a tensor or a float operand, the ufunc write and the general one (into a view)
+    for dtype in (ad.float64, ad.float32):
+        for route in range(4):
+            x = ad.tensor([1.0, 2.0], requires_grad=True, dtype=dtype)
+            a = x * 1.0
+            y = (a * a).sum()
+            with ad.no_grad():
+                here = sys._getframe().f_lineno
+                if route == 0:
+                    a -= ad.tensor([0.5, 0.5], dtype=dtype)  # here + 2
+                elif route == 1:
+                    a.sub_(0.5)                              # here + 4
+                elif route == 2:
+                    a.mul_(2.0)                              # here + 6
+                else:
+                    a[:1].add_(1.0)                          # here + 8
+            with pytest.raises(ad.AutogradError) as e:
+                y.backward()
+            assert f"the in-place write at test_positions.py:{here + 2 + 2 * route} " in str(e.value)
+
+
 def test_python_api_trace_and_step_show_the_callers_line():
     here = sys._getframe().f_lineno
     x = ad.tensor(2.0, requires_grad=True)
