@@ -50,7 +50,7 @@ __all__ = [
     "is_floating", "namespace_of", "dtype_of", "device_of", "asarray", "may_share_memory",
     "scatter_add", "native_dtype", "kind_of", "copy", "ufunc_inplace", "unshared", "where", "zero_of", "writeable", "contiguous", "getitem",
     "setitem", "random_uniform", "random_normal", "fp_errors_off", "fp_errors_restore", "broadcast_shapes",
-    "use_namespace", "namespace_name", "SCALAR_TYPES", "inplace_ufunc", "reduce_sum", "reduce_mean", "swap_last", "HOST_BOOL", "HOST_INT", "HOST_FLOAT",
+    "use_namespace", "namespace_name", "SCALAR_TYPES", "inplace_ufunc", "reduce_sum", "reduce_mean", "min_max", "swap_last", "HOST_BOOL", "HOST_INT", "HOST_FLOAT",
     "is_host_array", "scalar_array", "NAMESPACES", "DEVICES", "is_lazy", "broadcast_to", "grad_copy",
 ]
 
@@ -589,6 +589,15 @@ def reduce_sum(a, axis, keepdims: bool):
     return namespace_of(a).sum(a, axis=axis, keepdims=keepdims)
 
 
+def min_max(a) -> tuple:
+    """``(xp.min(a), xp.max(a))`` of a non-empty array (0-d arrays); on a NumPy array straight
+    through the ufuncs' ``reduce`` (``np.min`` and ``np.max`` without their wrappers)."""
+    if type(a) is np.ndarray:
+        return _min_reduce(a, axis=None), _max_reduce(a, axis=None)
+    xp = namespace_of(a)
+    return xp.min(a), xp.max(a)
+
+
 def reduce_mean(a, axis, keepdims: bool, count: int):
     """``xp.mean(a, axis=axis, keepdims=keepdims)`` of ``count`` elements per result; on a
     floating NumPy array, the sum over ``np.add.reduce`` divided by the count, which is what
@@ -613,6 +622,7 @@ def swap_last(a):
 
 
 _add_reduce = np.add.reduce
+_min_reduce, _max_reduce = np.minimum.reduce, np.maximum.reduce
 
 
 def inplace_ufunc(name: str, device: str = "cpu"):

@@ -81,9 +81,14 @@ class NllLoss(Op):
     def forward(self, logp, target, *weight, reduction="mean", ignore_index=-100):
         xp = namespace_of(logp)
         n_classes = logp.shape[0 if logp.ndim == 1 else 1]
+        on_host = backend.on_host(target)
+        if on_host and not weight and reduction != "none" and target.size:
+            t = xp.astype(target, xp.int64, copy=False)
+            lo, hi = backend.min_max(t)
+            if lo >= 0 and hi < n_classes and not (0 <= ignore_index < n_classes and xp.any(t == ignore_index)):
+                return self._forward_all_counted(xp, logp, t, reduction)
         # here, not in nll_loss(): a compiled program runs forward, never the wrapper
         outside = (target != ignore_index) & ((target < 0) | (target >= n_classes))
-        on_host = backend.on_host(target)
         if on_host:
             if xp.any(outside):
                 _class_index_error(target, ignore_index, n_classes)
@@ -114,10 +119,28 @@ class NllLoss(Op):
         self.scale = -wt
         return xp.sum(picked) if reduction == "sum" else picked
 
+    def _forward_all_counted(self, xp, logp, t, reduction):
+        """``forward`` when every target is a class index that counts, without a weight, and the
+        loss is reduced (a training batch): the same numbers without the masks (``valid`` None,
+        ``scale`` one 0-d value: -1, or -1/N for the mean, in logp's dtype)."""
+        self.reduction = reduction
+        self.shape = logp.shape
+        self.index = _class_index(xp, t, logp.ndim)
+        self.valid = None
+        total = -backend.reduce_sum(getitem(logp, self.index), None, False)
+        if reduction == "sum":
+            self.scale = xp.asarray(-1, dtype=logp.dtype)
+            return total
+        count = xp.asarray(t.size, dtype=logp.dtype)
+        self.scale = xp.asarray(-1, dtype=logp.dtype) / count
+        return total / count
+
     rule = ("-grad * weight at each target class (/ the sum of the counted targets' weights for mean)",)
 
     def formula(self, F, g):        # d/dlogp[n, t] of -w[t]·logp[n, t]: -w[t]; ignored targets: 0
-        gg = F.where_zero(self.valid, F.mul_array(g, self.scale))
+        gg = F.mul_array(g, self.scale)
+        if self.valid is not None:
+            gg = F.where_zero(self.valid, gg)
         return (F.index_add(gg, self.index, self.shape),) + (None,) * (len(self.next_edges) - 1)
 
 

@@ -1,0 +1,71 @@
+"""nll_loss (and cross_entropy) when every target counts, without a weight, reduced: the masks
+are left out (NllLoss._forward_all_counted). The numbers must be the general path's bit for bit:
+a weight of ones goes the general way and multiplies by exactly one."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import autodsl as ad
+
+
+def _loss_and_grad(z, y, **kw):
+    x = ad.tensor(z, requires_grad=True)
+    loss = ad.cross_entropy(x, ad.tensor(y, dtype=ad.int64), **kw)
+    loss.backward()
+    return loss.numpy(), x.grad.numpy()
+
+
+SHAPES = [((7,), ()), ((5, 4), (5,)), ((3, 4, 2), (3, 2))]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize("zs, ys", SHAPES)
+def test_the_unmasked_path_gives_the_general_paths_bits(dtype, reduction, zs, ys):
+    rng = np.random.default_rng(1)
+    z = (rng.standard_normal(zs) * 3).astype(dtype)
+    n_classes = zs[0] if len(zs) == 1 else zs[1]
+    y = rng.integers(0, n_classes, ys)
+    fast = _loss_and_grad(z, y, reduction=reduction)
+    general = _loss_and_grad(z, y, reduction=reduction, weight=ad.tensor(np.ones(n_classes, dtype)))
+    assert fast[0].dtype == general[0].dtype == dtype
+    assert fast[0].tobytes() == general[0].tobytes()
+    assert fast[1].tobytes() == general[1].tobytes()
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_against_pytorch_and_central_differences(reduction):
+    rng = np.random.default_rng(2)
+    z = rng.standard_normal((6, 5))
+    y = rng.integers(0, 5, 6)
+    loss, grad = _loss_and_grad(z, y, reduction=reduction)
+    f = lambda v: _loss_and_grad(v, y, reduction=reduction)[0]      # noqa: E731
+    h = 1e-6
+    for i, j in [(0, 0), (2, 3), (5, 4), (3, y[3])]:
+        e = np.zeros_like(z)
+        e[i, j] = h
+        assert grad[i, j] == pytest.approx((f(z + e) - f(z - e)) / (2 * h), rel=1e-6, abs=1e-9)
+    torch = pytest.importorskip("torch")
+    tz = torch.tensor(z, requires_grad=True)
+    tl = torch.nn.functional.cross_entropy(tz, torch.tensor(y), reduction=reduction)
+    tl.backward()
+    assert loss == pytest.approx(tl.item(), rel=1e-14)
+    np.testing.assert_allclose(grad, tz.grad.numpy(), rtol=1e-13, atol=1e-16)
+
+
+def test_targets_that_do_not_all_count_go_the_general_way():
+    z = np.array([[1.0, 2.0, 0.5], [0.0, -1.0, 3.0], [2.0, 2.0, 2.0]])
+    # an ignore_index among the classes, present: that row counts for nothing
+    loss, grad = _loss_and_grad(z, np.array([1, 0, 2]), ignore_index=0)
+    kept, kept_grad = _loss_and_grad(z[[0, 2]], np.array([1, 2]))
+    assert loss == pytest.approx(kept, rel=1e-15)
+    assert np.all(grad[1] == 0) and grad[[0, 2]] == pytest.approx(kept_grad, rel=1e-15)
+    # a class outside the range: the same error as before
+    with pytest.raises(ad.ValueError_, match=r"class indices must be in 0\.\.2"):
+        _loss_and_grad(z, np.array([1, 3, 0]))
+    with pytest.raises(ad.ValueError_, match=r"class indices must be in 0\.\.2"):
+        _loss_and_grad(z, np.array([-1, 0, 0]))
+    # an empty batch: the mean over no targets is nan, as in torch
+    loss, _ = _loss_and_grad(np.zeros((0, 3)), np.zeros((0,), np.int64))
+    assert np.isnan(loss)
