@@ -374,6 +374,20 @@ def test_version_errors_name_the_users_line_of_an_in_place_write_by_every_route(
             assert f"the in-place write at test_positions.py:{here + 2 + 2 * route} " in str(e.value)
 
 
+def test_the_last_backward_remembers_the_users_line_by_every_route():
+    # LastBackward's walk starts above note_backward (core/watch.py's _BACKWARD_FRAMES)
+    from autodsl.core import watch
+    import functools
+    for x in (ad.tensor(0.5, requires_grad=True, dtype=ad.float64), ad.tensor([0.5, 2.0], requires_grad=True)):
+        here = sys._getframe().f_lineno
+        (x * 2.0).sum().backward()                           # here + 1
+        assert watch.last_backward().pos == (THIS_FILE, here + 1, None, None)
+        ad.grad((x * 3.0).sum(), [x])                        # here + 3
+        assert watch.last_backward().pos == (THIS_FILE, here + 3, None, None)
+        functools.reduce(lambda a, b: a.backward(), [(x * 4.0).sum(), None])   # here + 5 (the lambda)
+        assert watch.last_backward().pos == (THIS_FILE, here + 5, None, None)
+
+
 def test_python_api_trace_and_step_show_the_callers_line():
     here = sys._getframe().f_lineno
     x = ad.tensor(2.0, requires_grad=True)

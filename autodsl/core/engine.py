@@ -8,7 +8,6 @@ seed gradients.
 """
 from __future__ import annotations
 
-import contextlib
 import heapq
 from itertools import count
 
@@ -16,14 +15,13 @@ try:
     import cython
 except ImportError:
     from autodsl._pure import cython
-from autodsl.core import grad_mode
 from autodsl.core import trace as _trace
 from autodsl.context import current
 from autodsl.core.node import AccumulateGrad, Node, release_nodes
 from autodsl.core.tensor_fields import TensorFields
 from autodsl.source import SOURCE_POS, backward_pos
 from autodsl.core.watch import note_backward
-from autodsl.core.quiet import collector_held, ieee
+from autodsl.core.quiet import pass_state
 
 __all__ = ["GraphTask"]
 
@@ -106,18 +104,10 @@ class GraphTask:
                 return done.value
         raise AssertionError("unreachable: a backward pass without stepping paused")  # pragma: no cover
 
-    @contextlib.contextmanager
     def running(self):
-        """The state the pass runs in: grad mode as create_graph asks, IEEE arithmetic, and the
-        cyclic GC paused (the pass makes no cycles, but each collection its many small objects
-        would trigger walks the whole graph). A stepped pass enters it around each step."""
-        ctx = current()
-        ctx.in_pass += 1             # ops of backward formulas are not the user's (core/watch.py)
-        try:
-            with collector_held(), grad_mode.set_grad_enabled(self.create_graph), ieee():
-                yield
-        finally:
-            ctx.in_pass -= 1
+        """The state the pass runs in (core/quiet.py's pass_state: grad mode as create_graph
+        asks, IEEE arithmetic, the cyclic GC paused). A stepped pass enters it around each step."""
+        return pass_state(self.create_graph)
 
     def steps(self):
         """The pass as a generator for a step-by-step debugger (``autodsl.core.stepper``).

@@ -16,7 +16,7 @@ import gc
 from autodsl.backend import fp_errors_off, fp_errors_restore
 from autodsl.context import current
 
-__all__ = ["ieee", "collector_held"]
+__all__ = ["ieee", "collector_held", "pass_state"]
 
 _gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
 
@@ -64,3 +64,39 @@ class _IEEE:
 def ieee() -> _IEEE:
     """Scope IEEE results (no warnings for x/0, 0/0, overflow) and mark ops as inside it."""
     return _IEEE()
+
+
+class pass_state:
+    """``with pass_state(create_graph):`` the state a backward pass runs in (the engine's
+    ``GraphTask.running``): the run context's ``in_pass`` counted (ops of backward formulas are
+    not the user's, core/watch.py), grad mode as ``create_graph`` asks, IEEE results, and the
+    collector held off (the pass makes no cycles, but each collection its many small objects
+    would trigger walks the whole graph); all as it was on exit. One class for the four: a pass
+    enters it once, a stepped pass once per node."""
+
+    __slots__ = ("_mode", "_ctx", "_grad", "_token", "_held")
+
+    def __init__(self, create_graph: bool):
+        self._mode = bool(create_graph)
+
+    def __enter__(self):
+        ctx = self._ctx = current()
+        ctx.in_pass += 1
+        self._held = _gc_isenabled()
+        if self._held:
+            _gc_disable()
+        self._grad = ctx.grad_enabled
+        ctx.grad_enabled = self._mode
+        self._token = fp_errors_off()
+        ctx.ieee_depth += 1
+        return self
+
+    def __exit__(self, *exc):
+        ctx = self._ctx
+        ctx.ieee_depth -= 1
+        fp_errors_restore(self._token)
+        ctx.grad_enabled = self._grad
+        if self._held:
+            _gc_enable()
+        ctx.in_pass -= 1
+        return False

@@ -533,7 +533,10 @@ def make_seeds(tensors, grad_tensors, what: str):
                 raise AutogradError(
                     f"{what} on a non-scalar tensor (shape {t.shape}) needs a gradient of that shape, "
                     f"e.g. {example}, or reduce it first with .sum()")
-            g = Tensor(backend.xp(t.device).ones(t._data.shape, dtype=t._data.dtype), _device=t.device)
+            d = t._data
+            # (a 0-d host root, the usual loss: its 1 made directly, without ones()' wrapper)
+            g = Tensor(_scalar_array(1, dtype=d.dtype) if type(d) is _ndarray and d.ndim == 0
+                       else backend.xp(t.device).ones(d.shape, dtype=d.dtype), _device=t.device)
         else:
             g = as_tensor(g, like=t)
             if g.shape != t.shape:

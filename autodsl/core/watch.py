@@ -55,7 +55,7 @@ class LastBackward:
         self.create_graph = task.create_graph
         # a root whose saved tensors an earlier backward freed: this pass fails
         self.freed_before = any(getattr(node, "_released", False) for node, _ in task.seeds)
-        self.pos = SOURCE_POS.get() or caller_pos()
+        self.pos = SOURCE_POS.get() or caller_pos(1 + _BACKWARD_FRAMES)
         self.recorder = task.recorder
         # a pass run by step() (core/stepper.py): "paused" or "aborted" until it finishes
         self.stepping = None
@@ -78,6 +78,11 @@ def note_backward(task) -> None:
     ctx = current()
     if not ctx.quiet:
         ctx.last_backward = LastBackward(task)
+
+
+# The Python frames from LastBackward.__init__ to the engine's (this one's and note_backward's;
+# a compiled function pushes none): the walk to the user's frame starts above them.
+_BACKWARD_FRAMES = sum(type(f).__name__ == "function" for f in (LastBackward.__init__, note_backward))
 
 
 def last_backward() -> LastBackward | None:
