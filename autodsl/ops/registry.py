@@ -320,26 +320,6 @@ def _apply(cls, inputs: tuple, params):
     flags = cls._op_flags
     if flags is None or flags.cls is not cls:       # (inherited: a base class's)
         flags = _op_flags(cls)
-    if flags.f64_lane and not params and type(inputs[0]) is Tensor:
-        # Note [0-d fast path]: 0-d float64 host tensors (and a float beside one), first of all:
-        # what the checks below come to for them, without their calls
-        a = inputs[0]
-        d0 = a._data
-        if type(d0) is _ndarray and d0.dtype is _F64 and d0.ndim == 0 and a._base is None:
-            ctx = current_or_none() or current()
-            if ctx.limits is None and ctx.capture is None and ctx.anomaly is None:
-                if len(inputs) == 1:
-                    return _apply_f64(cls, flags, ctx, inputs, a, None, d0, None)
-                if len(inputs) == 2 and flags.pair:
-                    other = inputs[1]
-                    if type(other) is float:        # Note [bare constants] (core/node.py)
-                        d1 = f64_constant(other)
-                        return _apply_f64(cls, flags, ctx, (a, d1), a, None, d0, d1)
-                    if type(other) is Tensor and other.device == a.device:
-                        b = other
-                        d1 = b._data
-                        if type(d1) is _ndarray and d1.dtype is _F64 and d1.ndim == 0 and b._base is None:
-                            return _apply_f64(cls, flags, ctx, (a, b), a, b, d0, d1)
     tensors = None
     if flags.pair and len(inputs) == 2:
         tensors = fast_pair(cls, inputs[0], inputs[1])
@@ -571,7 +551,7 @@ def _apply_f64(cls, flags, ctx, tensors, a, b, d0, d1):
         pos = ctx.pos
         if pos is None and cython.compiled:
             pos = _known_pos()
-        node.pos = pos if pos is not None else caller_pos(_FRAMES_TO_CALLER_F64)
+        node.pos = pos if pos is not None else caller_pos(_FRAMES_TO_CALLER)
         node._params = None
         edges = node.next_edges
         if d1 is None:
@@ -589,7 +569,7 @@ def _apply_f64(cls, flags, ctx, tensors, a, b, d0, d1):
     elif not (ctx.in_pass or grad_on and not flags.never_differentiable) and (
             a._requires_grad or b is not None and b._requires_grad):
         after_op(cls, tensors if b is not None else (a,), out, None, grad_on,
-                 _FRAMES_TO_CALLER_F64)   # why(): where a value that requires grad left the graph
+                 _FRAMES_TO_CALLER)   # why(): where a value that requires grad left the graph
     return out
 
 
@@ -607,6 +587,7 @@ _SCALAR_SHAPES_1 = ((),)
 _SCALAR_SHAPES_2 = ((), ())
 
 
+@cython.locals(flags=OpFlags, ctx=RunContext, t=TensorBase)
 def apply1(cls, a) -> Tensor:
     """``apply(cls, a)``, with the collector held off from before Python packs the arguments.
 
@@ -620,19 +601,46 @@ def apply1(cls, a) -> Tensor:
     if gc_on:
         _gc_disable()
     try:
+        flags = cls._op_flags
+        if flags is not None and flags.f64_lane and flags.cls is cls and type(a) is Tensor:
+            # Note [0-d fast path]: a 0-d float64 host tensor first of all, here, a call before
+            # _apply: what _apply's checks come to for it, without their calls
+            t = a
+            d0 = t._data
+            if type(d0) is _ndarray and d0.dtype is _F64 and d0.ndim == 0 and t._base is None:
+                ctx = current_or_none() or current()
+                if ctx.limits is None and ctx.capture is None and ctx.anomaly is None:
+                    return _apply_f64(cls, flags, ctx, (t,), t, None, d0, None)
         return _apply(cls, (a,), None)
     finally:
         if gc_on:
             _gc_enable()
 
 
+@cython.locals(flags=OpFlags, ctx=RunContext, t=TensorBase, u=TensorBase)
 def apply2(cls, a, b) -> Tensor:
     """``apply(cls, a, b)``, with the collector held off from before Python packs the arguments
-    (Note [packing the arguments] at ``apply1``)."""
+    (Note [packing the arguments] at ``apply1``); two 0-d float64 tensors, or a float beside
+    one, take the 0-d lane here (Note [0-d fast path])."""
     gc_on = _gc_isenabled()
     if gc_on:
         _gc_disable()
     try:
+        flags = cls._op_flags
+        if flags is not None and flags.f64_lane and flags.pair and flags.cls is cls and type(a) is Tensor:
+            t = a
+            d0 = t._data
+            if type(d0) is _ndarray and d0.dtype is _F64 and d0.ndim == 0 and t._base is None:
+                ctx = current_or_none() or current()
+                if ctx.limits is None and ctx.capture is None and ctx.anomaly is None:
+                    if type(b) is float:        # Note [bare constants] (core/node.py)
+                        d1 = f64_constant(b)
+                        return _apply_f64(cls, flags, ctx, (t, d1), t, None, d0, d1)
+                    if type(b) is Tensor and b.device == t.device:
+                        u = b
+                        d1 = u._data
+                        if type(d1) is _ndarray and d1.dtype is _F64 and d1.ndim == 0 and u._base is None:
+                            return _apply_f64(cls, flags, ctx, (t, u), t, u, d0, d1)
         return _apply(cls, (a, b), None)
     finally:
         if gc_on:
@@ -681,17 +689,16 @@ def _intern_shapes(shapes: tuple) -> tuple:
     return shapes
 
 
-# Note [the user's frame]: where caller_pos may start its walk, from _apply (and one frame more
-# from _apply_f64, which _apply calls). Run as Python, the frames below it are autodsl's all:
-# caller_pos, _apply, one of apply, apply1 and apply2, and the function that called that one,
-# for only autodsl's modules call those three (their callers are the public functions and the
-# methods). Each frame the walk steps through is a frame object Python makes for it (about
+# Note [the user's frame]: where caller_pos may start its walk, from _apply or _apply_f64. Run
+# as Python, the frames below it are autodsl's all: caller_pos, _apply (or _apply_f64, which
+# apply1 and apply2 call for the 0-d lane, and _apply a frame deeper: the walk steps through
+# that one), one of apply, apply1 and apply2, and the function that called that one, for only
+# autodsl's modules call those three (their callers are the public functions and the methods). Each frame the walk steps through is a frame object Python makes for it (about
 # 0.2 us each, most of the cost of a node's position), so starting at the first frame that may
 # be the user's saves three of them per op. Compiled, this module's functions push no frames:
 # the walk starts at the first Python frame, which a public function in a module run as
 # Python may be.
 _FRAMES_TO_CALLER = 4 if type(apply).__name__ == "function" else 1
-_FRAMES_TO_CALLER_F64 = _FRAMES_TO_CALLER + 1 if _FRAMES_TO_CALLER > 1 else 1
 
 
 # the built-in a user called, for the ops that are one of its forms (max(x) is max_all)
