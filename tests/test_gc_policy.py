@@ -116,6 +116,28 @@ def test_backward_and_grad_hold_the_collector_off_from_their_start_and_give_it_b
         gc.enable()
 
 
+
+def test_a_pass_that_fails_gives_back_grad_mode_the_collector_and_the_error_state():
+    # core/quiet.py's pass_state: inside a pass grad mode is create_graph's, the collector is
+    # off and NumPy's errors are ignored; after it, even when a hook raised, all is as before
+    from autodsl.context import current
+    inside = []
+
+    def hook(g):
+        inside.append((ad.is_grad_enabled(), gc.isenabled(), np.geterr()["divide"], current().in_pass))
+        raise RuntimeError("from the hook")
+
+    x = ad.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    y.register_hook(hook)
+    before = (ad.is_grad_enabled(), gc.isenabled(), np.geterr(), current().in_pass, current().ieee_depth)
+    for create_graph in (False, True):
+        with pytest.raises(RuntimeError, match="from the hook"):
+            y.sum().backward(retain_graph=True, create_graph=create_graph)
+        assert (ad.is_grad_enabled(), gc.isenabled(), np.geterr(), current().in_pass,
+                current().ieee_depth) == before
+    assert inside == [(False, False, "ignore", 1), (True, False, "ignore", 1)]
+
 def test_a_backward_with_a_collection_due_starts_none_before_its_pass_is_over():
     # The forward's allocations are counted with the collector off (every op holds it off):
     # with a collection due, the backward's first allocation would start one that walks the

@@ -6,8 +6,9 @@ state (``backend.fp_errors_off``) and counts the open scopes in the run context
 (``ieee_depth``): a Session run and a backward pass enter one, and ops inside skip
 their own.
 
-``collector_held()`` keeps the cyclic GC from running inside a backward (Note [the cost
-of an op] in ops/registry.py): the host program's setting is back when it exits.
+``pass_state`` is the state a backward pass runs in: that scope, grad mode as the pass asks,
+and the cyclic GC kept from running inside it (Note [the cost of an op] in ops/registry.py);
+the host program's settings are back when it exits.
 """
 from __future__ import annotations
 
@@ -16,31 +17,9 @@ import gc
 from autodsl.backend import fp_errors_off, fp_errors_restore
 from autodsl.context import current
 
-__all__ = ["ieee", "collector_held", "pass_state"]
+__all__ = ["ieee", "pass_state"]
 
 _gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
-
-
-class collector_held:
-    """``with collector_held():`` no automatic collection inside (when the collector was on).
-
-    A backward allocates many small objects; an automatic collection they triggered would
-    walk the whole live graph, which has no reference cycles (the collector frees nothing
-    there). Outside, allocations trigger collections as the host's settings say. (A class:
-    entered once per backward and per stepped node, cheaper than a generator.)"""
-
-    __slots__ = ("_held",)
-
-    def __enter__(self):
-        self._held = _gc_isenabled()
-        if self._held:
-            _gc_disable()
-        return self
-
-    def __exit__(self, *exc):
-        if self._held:
-            _gc_enable()
-        return False
 
 
 class _IEEE:

@@ -99,7 +99,7 @@ class OpFlags:
         # written beside that fast path, and computes something (add's passes g on: nothing to gain)
         self.f64_formula = self.f64 and cls.formula is not None and not cls.passes_gradient and \
             _defined_in(cls, "formula") is _defined_in(cls, "forward_f64")
-        # the op's 0-d fast path, tried first of all by _apply (its inputs need no promotion)
+        # the op's 0-d fast path, tried first of all by apply1 and apply2 (its inputs need no promotion)
         self.f64_lane = self.f64 and self.differentiable is None and not self.view and not self.moves_device
 
 
