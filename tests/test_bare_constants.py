@@ -76,6 +76,7 @@ def test_what_the_node_saved_of_a_constant_is_a_tensor_outside_the_graph():
         y.grad_fn.saved_tensors
 
 
+@pytest.mark.numpy_only("the 0-d lane is NumPy's")
 def test_a_chain_of_distinct_constants_keeps_no_tensor_per_constant():
     x = ad.tensor(0.5, requires_grad=True, dtype=ad.float64)
     cs = [float(c) for c in np.random.default_rng(0).uniform(-1, 1, 2000)]
@@ -101,3 +102,36 @@ def test_an_in_place_write_to_the_tensor_beside_a_constant_is_still_caught():
     assert x.grad.item() == 3.0
     with pytest.raises(ad.AutogradError, match="modified by an in-place|version"):
         z.backward()
+
+
+@pytest.mark.numpy_only("host constants are NumPy arrays marked read-only")
+def test_a_constant_handed_out_by_saved_tensors_cannot_change_later_ops():
+    # the general path's cached constant is read-only: a write is refused, in the language's words
+    x = ad.tensor([1.0, 2.0], requires_grad=True)
+    c = (x * 2.5).grad_fn.saved_tensors[1]
+    with ad.no_grad(), pytest.raises(ad.AutogradError, match=r"cannot be written into.*clone\(\) it first") as e:
+        c.add_(100.0)
+    assert "read-only" in str(e.value) and "destination" not in str(e.value)     # (not NumPy's words)
+    assert (ad.tensor([1.0, 1.0]) * 2.5).tolist() == [2.5, 2.5]
+    # the 0-d lane's bare constant: what saved_tensors gives is the caller's own copy
+    x = ad.tensor(1.0, requires_grad=True, dtype=ad.float64)
+    for _ in range(2):          # (the first op of a class may take the general path)
+        y = x * 2.5
+        c = y.grad_fn.saved_tensors[1]
+        with ad.no_grad():
+            c.add_(100.0)
+        y.backward()
+        assert x.grad.item() == 2.5 and (ad.tensor(3.0, dtype=ad.float64) * 2.5).item() == 7.5
+        x.grad = None
+
+
+def test_a_float_beyond_float32_is_inf_without_numpys_warning_or_error():
+    old = np.seterr(all="raise")
+    try:
+        x = ad.tensor(2.0, dtype=ad.float32, requires_grad=True)
+        for y in (x * 1e300, x + 1e300, x - 1e39, ad.maximum(x, 1e300)):
+            assert y.dtype == ad.float32 and np.isinf(y.item())
+        (x * 1e300).backward()
+        assert x.grad.item() == np.inf
+    finally:
+        np.seterr(**old)

@@ -69,3 +69,24 @@ def test_targets_that_do_not_all_count_go_the_general_way():
     # an empty batch: the mean over no targets is nan, as in torch
     loss, _ = _loss_and_grad(np.zeros((0, 3)), np.zeros((0,), np.int64))
     assert np.isnan(loss)
+
+
+@pytest.mark.parametrize("kw", [{}, {"reduction": "sum"}, {"reduction": "none"}, {"weight": [1.0, 2.0, 3.0]}])
+def test_label_smoothing_keeps_a_float32_loss_float32(kw):
+    kw = dict(kw)
+    if "weight" in kw:
+        kw["weight"] = ad.tensor(kw["weight"], dtype=ad.float32)
+    x = ad.tensor([[1.0, 2.0, 0.5], [0.0, 1.0, -1.0]], dtype=ad.float32, requires_grad=True)
+    y = ad.cross_entropy(x, ad.tensor([1, 2], dtype=ad.int64), label_smoothing=0.1, **kw)
+    assert y.dtype == ad.float32
+    y.sum().backward()
+    assert x.grad.dtype == ad.float32
+    torch = pytest.importorskip("torch")
+    tkw = dict(kw)
+    if "weight" in tkw:
+        tkw["weight"] = torch.tensor([1.0, 2.0, 3.0])
+    tx = torch.tensor([[1.0, 2.0, 0.5], [0.0, 1.0, -1.0]], requires_grad=True)
+    ty = torch.nn.functional.cross_entropy(tx, torch.tensor([1, 2]), label_smoothing=0.1, **tkw)
+    np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-6)
+    ty.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-7)

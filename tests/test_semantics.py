@@ -253,6 +253,38 @@ def test_no_grad_is_restored_after_an_exception():
     assert (x * 2).requires_grad
 
 
+def test_set_grad_enabled_called_alone_a_block_and_a_decorator_as_in_pytorch():
+    torch = pytest.importorskip("torch")
+
+    def trace(lib):
+        seen = []
+        x = lib.tensor(1.0, requires_grad=True)
+        try:
+            lib.set_grad_enabled(False)                     # alone: at once, until set again
+            seen.append((lib.is_grad_enabled(), (x * 2).requires_grad))
+            lib.set_grad_enabled(True)
+            seen.append((lib.is_grad_enabled(), (x * 2).requires_grad))
+            with lib.set_grad_enabled(False):
+                seen.append(lib.is_grad_enabled())
+            seen.append(lib.is_grad_enabled())
+            with lib.no_grad():
+                with lib.set_grad_enabled(True):
+                    seen.append(lib.is_grad_enabled())
+                seen.append(lib.is_grad_enabled())
+
+            @lib.set_grad_enabled(False)
+            def f():
+                return lib.is_grad_enabled()
+            seen.append((lib.is_grad_enabled(), f(), lib.is_grad_enabled()))
+            lib.no_grad()                                   # made, not entered: nothing changes
+            seen.append(lib.is_grad_enabled())
+        finally:
+            lib.set_grad_enabled(True)
+        return seen
+
+    assert trace(ad) == trace(torch)
+    assert trace(ad)[0] == (False, False)
+
 def test_in_place_on_non_leaf_is_recorded():
     x = ad.tensor([1.0, 2.0], requires_grad=True)
     y = x * 2

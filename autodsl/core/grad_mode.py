@@ -18,17 +18,27 @@ def is_grad_enabled() -> bool:
 
 
 class set_grad_enabled:
-    """Context manager (and decorator) that sets grad mode to ``mode`` inside its block."""
+    """Grad mode ``mode``, as PyTorch's: called alone (``set_grad_enabled(False)``) it sets the
+    mode at once, until it is set again; as a ``with`` block, the mode before the call comes
+    back at the block's end; as a decorator, around each call of the function (the mode at
+    the decoration comes back at once). ``no_grad()`` and ``enable_grad()`` change nothing
+    until their block is entered."""
 
-    __slots__ = ("mode", "_saved")
+    __slots__ = ("mode", "_saved", "_prev")
 
     def __init__(self, mode: bool = True):
         self.mode = bool(mode)
         self._saved = []
+        self._prev = None
+        if type(self) is set_grad_enabled:
+            ctx = current()
+            self._prev = (ctx, ctx.grad_enabled)    # what the first block gives back
+            ctx.grad_enabled = self.mode
 
     def __enter__(self):
+        prev, self._prev = self._prev, None
         ctx = current()
-        self._saved.append((ctx, ctx.grad_enabled))
+        self._saved.append(prev if prev is not None and prev[0] is ctx else (ctx, ctx.grad_enabled))
         ctx.grad_enabled = self.mode
         return self
 
@@ -38,6 +48,10 @@ class set_grad_enabled:
         return False
 
     def __call__(self, fn):
+        prev, self._prev = self._prev, None
+        if prev is not None:        # a decorator: the mode it set at once is undone
+            prev[0].grad_enabled = prev[1]
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with type(self)(self.mode) if type(self) is set_grad_enabled else type(self)():

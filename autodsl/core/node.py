@@ -58,7 +58,8 @@ class SavedTensor:
     Note [bare constants]: a Python float beside a 0-d float64 tensor (``x * 0.5``, W3's
     ``x * c``) gets no Tensor in the 0-d lane of ``apply``, only its array; what a node saves
     of it is that array, with ``held`` None (no history) and a version that never moves
-    (``saved_constant``). ``unpack`` makes a fresh tensor that does not require grad.
+    (``saved_constant``). The array is shared by every node of that value, so ``unpack`` gives
+    a tensor of a copy, which does not require grad.
     """
 
     __slots__ = ("held", "version", "data", "counter")
@@ -88,9 +89,9 @@ class SavedTensor:
             t = self.held
             _check_version(node, index, t._version, self.version, t._data.shape, tensor=t)
             return t
+        if self.held is None:       # a bare constant (Note [bare constants]): the caller's own copy
+            return _names.TENSOR_TYPES[0](data.copy(), _device=device_of(data))
         t = _names.TENSOR_TYPES[0](data, _device=device_of(data))
-        if self.held is None:       # a bare constant (Note [bare constants])
-            return t
         t._version = self.counter
         t.grad_fn = self.held
         t._requires_grad = True

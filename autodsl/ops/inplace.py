@@ -222,9 +222,10 @@ def _write(target: Tensor, out: Tensor, what: str) -> None:
             backend.rebind(target._data, backend.grad_copy(new, target._data))
         else:
             target._data[...] = src
-    except ValueError as e:
-        raise AutogradError(f"{what}: this tensor cannot be written into ({e}); "
-                            "an expanded tensor shares memory between elements, clone() it first") from None
+    except ValueError:
+        raise AutogradError(f"{what}: this tensor cannot be written into: it is an expanded view, whose "
+                            "elements share memory, or a constant the graph keeps read-only; clone() it "
+                            "first") from None
     target._version[0] += 1
     note_write(target)              # where: version errors name the line of the write
     if backend.is_lazy(target._data):

@@ -261,7 +261,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     smooth = E.where(valid, -R.sum(logp if wb is None else logp * wb, dim=cdim), 0.0)
     if reduction == "mean":
         if w is None:
-            counted = E.where(valid, 1.0, 0.0)
+            counted = E.where(valid, 1.0, 0.0).to(dtype=logp.dtype)     # (a float32 loss stays float32)
         else:       # each target's weight through a one-hot mask (an index computed from t: no replay)
             hit = C.eq(M.unsqueeze(t, cdim), M.reshape(arange(n_classes), tuple(wb.shape)))
             counted = E.where(valid, R.sum(E.where(hit, wb, 0.0), dim=cdim), 0.0)

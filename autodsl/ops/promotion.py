@@ -77,8 +77,9 @@ def result_dtype(values):
 
 # Note [constant tensors]
 # `y*0.999 + 0.001` in a loop makes a 0-d tensor for each Python number it meets. Such a
-# tensor is never seen by the user and never written (nothing can reach it but the
-# nodes that saved it), so one per (value, dtype, device) serves every op: on "cuda" each new
+# tensor is never written (a node's saved_tensors can hand it out: on the host its array is
+# read-only, and an in-place write into it is refused), so one per (value, dtype, device)
+# serves every op: on "cuda" each new
 # one is a copy to the GPU. 0.0 == -0.0 as a key, but the sign of a zero shows in results
 # (1 / -0.0), and nan never matches a key: those two are kept under keys of their own, looked
 # up only when the plain key misses (a hit costs one lookup, as before). ``constant_value``
@@ -101,8 +102,18 @@ def _constant(value, like, device: str) -> Tensor:
                 return t
         # (W3's x * c makes one per distinct c: the short way, and NumPy's shortest for a float64)
         host = type(like) is _ndarray
-        arr = _f64_array(value) if host and type(value) is float and like.dtype is _F64 \
-            else namespace_of(like).asarray(value, dtype=like.dtype)
+        if host and type(value) is float and like.dtype is _F64:
+            arr = _f64_array(value)
+        elif backend.on_host(like):   # (1e300 as float32 is inf, as in PyTorch: no NumPy warning or error)
+            token = backend.fp_errors_off()
+            try:
+                arr = namespace_of(like).asarray(value, dtype=like.dtype)
+            finally:
+                backend.fp_errors_restore(token)
+        else:           # (CuPy never warns; dask casts when it computes, under its own state)
+            arr = namespace_of(like).asarray(value, dtype=like.dtype)
+        if host:        # shared by every op that meets this number: a write would change them all
+            arr.flags.writeable = False
         t = new_tensor(arr, device)
         if len(_CONSTANTS) >= 1024:
             _CONSTANTS.clear()
