@@ -79,10 +79,10 @@ def result_dtype(values):
 # `y*0.999 + 0.001` in a loop makes a 0-d tensor for each Python number it meets. Such a
 # tensor is never written (a node's saved_tensors can hand it out: on the host its array is
 # read-only, and an in-place write into it is refused), so one per (value, dtype, device)
-# serves every op: on "cuda" each new
-# one is a copy to the GPU. 0.0 == -0.0 as a key, but the sign of a zero shows in results
-# (1 / -0.0), and nan never matches a key: those two are kept under keys of their own, looked
-# up only when the plain key misses (a hit costs one lookup, as before). ``constant_value``
+# serves every op: on "cuda" each new one is a copy to the GPU. 0.0 == -0.0 as a key, but the
+# sign of a zero shows in results (1 / -0.0), and nan never matches a key: those two are kept
+# under keys of their own, looked up only when the plain key misses (a hit costs one lookup,
+# as before). ``constant_value``
 # gives the number a cached constant off the host holds without reading the array (a host
 # sync on "cuda"); a NumPy array's number is read with float().
 _CONSTANTS: dict = {}
@@ -100,7 +100,7 @@ def _constant(value, like, device: str) -> Tensor:
             t = _CONSTANTS.get(key)
             if t is not None:
                 return t
-        # (W3's x * c makes one per distinct c: the short way, and NumPy's shortest for a float64)
+        # (x * c over many distinct c makes one per c: the short way for a float64 on the host)
         host = type(like) is _ndarray
         if host and type(value) is float and like.dtype is _F64:
             arr = _f64_array(value)
