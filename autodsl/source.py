@@ -17,7 +17,7 @@ import warnings
 
 from autodsl.context import current
 
-__all__ = ["SOURCE_POS", "POSITIONS", "SourcePos", "user_frame", "caller_pos", "caller_line", "warn_user", "current_pos",
+__all__ = ["SOURCE_POS", "POSITIONS", "SourcePos", "user_frame", "caller_pos", "python_frames", "caller_line", "warn_user", "current_pos",
            "backward_pos", "pos_text", "format_pos"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -182,6 +182,13 @@ def caller_pos(start: int = 1):
         pos = _LINES[line] = (line[0], line[1], None, None)
     POSITIONS[key] = (code, pos)
     return pos
+
+
+def python_frames(*functions) -> int:
+    """How many of ``functions`` push a frame when they run: those run as Python, not the
+    compiled ones. A caller of ``caller_pos`` that knows these functions are between it and the
+    user's frame counts them once, at import, and starts the walk above them."""
+    return sum(type(f).__name__ == "function" for f in functions)
 
 
 def warn_user(message, category=UserWarning) -> None:

@@ -15,7 +15,7 @@ from autodsl.core.tensor import Tensor
 CS = [0.3, -1.7, 2.5e-3, -0.0, 0.0, 7.0]
 
 
-def _f(lib, x, cs):
+def _f(x, cs):
     y = x * cs[0]
     for c in cs[1:]:
         y = y + x * c - x * c * c
@@ -24,7 +24,7 @@ def _f(lib, x, cs):
 
 def _grads(x0, cs):
     x = ad.tensor(x0, requires_grad=True, dtype=ad.float64)
-    y = _f(ad, x, cs)
+    y = _f(x, cs)
     (g,) = ad.grad(y, [x], create_graph=True)
     (gg,) = ad.grad(g, [x])
     return y.item(), g.item(), gg.item()
@@ -32,7 +32,7 @@ def _grads(x0, cs):
 
 def test_first_and_second_derivatives_match_central_differences():
     x0, h = 0.5, 1e-5
-    f = lambda v: _f(None, v, CS)       # noqa: E731  (plain floats: the same arithmetic)
+    f = lambda v: _f(v, CS)       # noqa: E731  (plain floats: the same arithmetic)
     y, g, gg = _grads(x0, CS)
     assert y == pytest.approx(f(x0), rel=1e-15)
     assert g == pytest.approx((f(x0 + h) - f(x0 - h)) / (2 * h), rel=1e-8)
@@ -43,7 +43,7 @@ def test_first_and_second_derivatives_match_pytorch_bit_for_bit():
     torch = pytest.importorskip("torch")
     x0 = 0.5
     x = torch.tensor(x0, requires_grad=True, dtype=torch.float64)
-    y = _f(torch, x, CS)
+    y = _f(x, CS)
     (g,) = torch.autograd.grad(y, [x], create_graph=True)
     (gg,) = torch.autograd.grad(g, [x])
     assert _grads(x0, CS) == (y.item(), g.item(), gg.item())

@@ -25,7 +25,7 @@ import weakref
 from autodsl.context import current
 from autodsl.core import anomaly as _anomaly
 from autodsl.core.node import write_record  # noqa: F401 (re-exported)
-from autodsl.source import SOURCE_POS, caller_pos
+from autodsl.source import SOURCE_POS, caller_pos, python_frames
 
 __all__ = ["LastBackward", "last_backward", "note_backward", "after_op", "note_write", "write_record",
            "breaks_from", "all_breaks", "made_by", "Break", "quiet"]
@@ -80,9 +80,8 @@ def note_backward(task) -> None:
         ctx.last_backward = LastBackward(task)
 
 
-# The Python frames from LastBackward.__init__ to the engine's (this one's and note_backward's;
-# a compiled function pushes none): the walk to the user's frame starts above them.
-_BACKWARD_FRAMES = sum(type(f).__name__ == "function" for f in (LastBackward.__init__, note_backward))
+# The frames from LastBackward.__init__ to the engine's: the walk to the user's frame starts above them.
+_BACKWARD_FRAMES = python_frames(LastBackward.__init__, note_backward)
 
 
 def last_backward() -> LastBackward | None:

@@ -18,6 +18,7 @@ from autodsl.core.tensor import Tensor
 from autodsl.core.watch import note_write
 from autodsl.errors import AutogradError, DTypeError, ShapeError
 from autodsl.names import names_of
+from autodsl.source import python_frames
 from autodsl.ops.movement import _Raw, expand, index_put, permute, reshape, transpose
 from autodsl.ops.registry import apply
 
@@ -190,10 +191,9 @@ def _write_ufunc(name: str, target: Tensor, other) -> bool:
     return done
 
 
-# The Python frames from note_write to the caller of inplace() (note_write's, _write_ufunc's
-# and inplace's), counted as the functions run (a compiled one pushes no frame): the walk to
-# the user's frame for where a write happened starts there.
-_WRITE_FRAMES = sum(type(f).__name__ == "function" for f in (note_write, _write_ufunc, inplace))
+# The frames from note_write to the caller of inplace(): the walk to the user's frame for where
+# a write happened starts above them.
+_WRITE_FRAMES = python_frames(note_write, _write_ufunc, inplace)
 
 
 def _write(target: Tensor, out: Tensor, what: str) -> None:
