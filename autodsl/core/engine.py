@@ -195,7 +195,7 @@ class GraphTask:
             finally:
                 SOURCE_POS.reset(tok)
         else:
-            outs = node.validate_outputs(node.apply(g), g)
+            outs = node.evaluate(g)
         self._ran.append(node)
         for o in obs:
             o.step(node, g, outs)

@@ -339,6 +339,12 @@ class Node:
     def apply(self, grad):  # pragma: no cover - every subclass overrides it
         raise NotImplementedError
 
+    def evaluate(self, grad):
+        """What the engine runs for this node in a backward without create_graph: ``apply``
+        and then ``validate_outputs`` (one gradient per edge, of its input's shape and dtype).
+        An op's 0-d float64 formula skips the check, whose answer it knows (ops/registry.py)."""
+        return self.validate_outputs(self.apply(grad), grad)
+
     def rerun(self, inputs: tuple):
         """The forward of this node again on ``inputs`` (Tensors), for a replay of the graph.
         Raises AutogradError: a node that is not an op's (a custom one) cannot run again."""
