@@ -12,7 +12,8 @@ import pytest
 import autodsl as ad
 from autodsl.core.node import const_entries
 from autodsl.core.replay import evaluate
-from autodsl.core.tensor import Tensor
+from autodsl.core.tensor import Tensor, run_backward
+from autodsl.core.trace import tracing
 
 CHAIN = """
 x = tensor(0.5, requires_grad=true, dtype=float64)
@@ -97,3 +98,48 @@ def test_a_node_without_constants_has_no_entries():
     x = ad.tensor(1.0, requires_grad=True)
     assert const_entries((x * x).grad_fn) == ()
     assert const_entries(ad.sin(x).grad_fn) == ()
+
+
+def _counts_by_hand(roots):
+    # every edge of the graph reachable from roots, counted once per edge (a set of seen nodes)
+    seen, stack, counts = set(roots), list(roots), {}
+    while stack:
+        for nxt in stack.pop().next_edges:
+            if nxt is None:
+                continue
+            counts[nxt] = counts.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return counts
+
+
+@pytest.mark.parametrize("retain", [False, True])
+def test_a_traces_dependency_counts_are_the_engines(retain):
+    # the trace makes its counts again from the pass's roots when its steps are first read
+    # (after the pass, its saved values freed or not): the counts the engine ran with
+    x = ad.tensor([0.5, -1.5, 2.0], requires_grad=True)
+    w = ad.tensor(0.3, requires_grad=True)
+    a = x * w
+    b = ad.sin(a) + a * a           # a diamond: a feeds three edges
+    y1 = (b * w).sum()
+    y2 = (a + b).sum()              # a second root that shares the graph
+    roots = (y1.grad_fn, y2.grad_fn)
+    want = _counts_by_hand(roots)
+    with tracing(False, sink=lambda tr: None):
+        run_backward([y1, y2], retain_graph=retain)
+        trace = ad.last_trace()
+    steps = trace.steps
+    assert len(steps) == len({st.node for st in steps})
+    for st in steps:
+        assert st.deps == want.get(st.node, 0), st.node
+    assert [st.deps for st in steps if st.node in roots] == [0, 0]
+    # x's and w's gradients as PyTorch gives them for the same two roots
+    torch = pytest.importorskip("torch")
+    tx = torch.tensor([0.5, -1.5, 2.0], dtype=torch.float64, requires_grad=True)
+    tw = torch.tensor(0.3, dtype=torch.float64, requires_grad=True)
+    ta = tx * tw
+    tb = torch.sin(ta) + ta * ta
+    torch.autograd.backward([(tb * tw).sum(), (ta + tb).sum()])
+    assert np.allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-15, atol=0)
+    assert np.allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-15, atol=0)

@@ -48,7 +48,7 @@ __all__ = [
     "get_default_dtype", "set_default_dtype", "get_default_device",
     "set_default_device", "defaults", "xp", "check_device", "to_host", "seed",
     "is_floating", "namespace_of", "dtype_of", "device_of", "asarray", "may_share_memory",
-    "scatter_add", "native_dtype", "kind_of", "copy", "ufunc_inplace", "unshared", "where", "zero_of", "writeable", "contiguous", "getitem",
+    "scatter_add", "native_dtype", "kind_of", "copy", "ufunc_inplace", "unshared", "where", "where_nonzero", "zero_of", "writeable", "contiguous", "getitem",
     "setitem", "random_uniform", "random_normal", "fp_errors_off", "fp_errors_restore", "broadcast_shapes",
     "use_namespace", "namespace_name", "SCALAR_TYPES", "inplace_ufunc", "reduce_sum", "reduce_mean", "min_max", "swap_last", "HOST_BOOL", "HOST_INT", "HOST_FLOAT",
     "is_host_array", "scalar_array", "NAMESPACES", "DEVICES", "is_lazy", "broadcast_to", "grad_copy",
@@ -576,6 +576,17 @@ def where(cond, a, b):
                 and cond.shape == b.shape and a == 0 and not np.signbit(a)):
             return np.multiply(b.view(it), np.logical_not(cond).view(np.uint8), dtype=it).view(b.dtype)
     return namespace_of(a).where(cond, a, b)
+
+
+def where_nonzero(x, a):
+    """``where(x != 0, a, +0)``: ``a`` where ``x`` is nonzero (nan included), +0.0 elsewhere;
+    ``x`` and ``a`` of one shape. On the host the select is on the bits, as ``where``'s: ``a``'s
+    bits times the mask's bytes, one pass after the compare, nan, inf and -0.0 of ``a`` kept."""
+    if type(a) is np.ndarray and type(x) is np.ndarray and x.shape == a.shape:
+        it = _INT_OF.get(a.dtype)
+        if it is not None:
+            return np.multiply(a.view(it), np.not_equal(x, 0).view(np.uint8), dtype=it).view(a.dtype)
+    return namespace_of(a).where(x != 0, a, zero_of(a))
 
 
 _UFUNCS = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.true_divide}

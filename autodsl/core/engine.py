@@ -17,7 +17,7 @@ except ImportError:
     from autodsl._pure import cython
 from autodsl.core import trace as _trace
 from autodsl.context import current
-from autodsl.core.node import AccumulateGrad, Node, release_nodes
+from autodsl.core.node import AccumulateGrad, Node, dependency_counts, release_nodes
 from autodsl.core.tensor_fields import TensorFields
 from autodsl.source import SOURCE_POS, backward_pos
 from autodsl.core.watch import note_backward
@@ -58,20 +58,6 @@ class GraphTask:
         if current().capture is not None and (create_graph or targets is not None):
             current().capture.fail("it calls grad() or backward() with create_graph or inputs")
         note_backward(self)         # why() starts from the last backward's roots (core/watch.py)
-
-    def _dependencies(self):
-        # the counts are the seen set too: a set of every node beside them was a third of the
-        # pass's own memory on a long chain (W5)
-        deps, stack = {}, list(dict.fromkeys(node for node, _ in self.seeds))
-        roots = set(stack)
-        while stack:
-            for nxt in stack.pop().next_edges:
-                if nxt is not None:
-                    d = deps.get(nxt, 0)
-                    deps[nxt] = d + 1
-                    if d == 0 and nxt not in roots:
-                        stack.append(nxt)
-        return deps
 
     def _needed(self, deps):
         """Nodes that must run because a target lies below them (OneFlow's need_execute)."""
@@ -123,13 +109,14 @@ class GraphTask:
     # core/observer.py's PassObserver; the stepper pauses it at the one ``yield`` below.
     @cython.locals(node=Node, nxt=Node, og=TensorFields)
     def _run(self, stepping):
-        deps = self._dependencies()
+        roots = tuple(dict.fromkeys(node for node, _ in self.seeds))
+        deps = dependency_counts(roots)
         self._needed_nodes = self._needed(deps) if self.targets is not None else None
         ctx = current()
         anomaly, limits = ctx.anomaly, ctx.limits   # (a Session's time limit holds between nodes too)
         obs = self._observers = tuple(o for o in (self.recorder, anomaly) if o is not None)
         for o in obs:
-            o.start(dict(deps), self.create_graph)
+            o.start(roots, self.create_graph)
         create_graph = self.create_graph
         buffers, heap, tick = {}, [], count()
         for node, g in self.seeds:

@@ -31,7 +31,7 @@ from autodsl.errors import AutogradError, DeviceError, DTypeError, ShapeError, T
 from autodsl.core.words import kind as value_kind
 from autodsl.core.tensor_fields import TensorFields
 
-__all__ = ["Node", "AccumulateGrad", "SavedTensor", "SavedOutput", "saved_constant", "next_seq_nr", "RemovableHandle",
+__all__ = ["Node", "AccumulateGrad", "dependency_counts", "SavedTensor", "SavedOutput", "saved_constant", "next_seq_nr", "RemovableHandle",
            "write_record", "release_nodes", "saved_entries", "add_saved", "const_entries"]
 
 _seq = itertools.count()
@@ -428,6 +428,25 @@ def add_saved(node, value) -> None:
     """Keep one more saved value (a SavedOutput: an op that saves its output) on ``node``."""
     saved = node._saved
     node._saved = value if saved is None else saved_entries(node) + (value,)
+
+
+def dependency_counts(roots) -> dict:
+    """``{node: how many edges point at it}`` over the graph reachable from ``roots`` (Node
+    objects), roots included where an edge reaches them: the engine's counts (Note [why
+    counting], core/engine.py), and the trace's, made again from the same graph when its
+    steps are read (a graph's edges never change)."""
+    # the counts are the seen set too: a set of every node beside them was a third of the
+    # pass's own memory on a long chain (W5)
+    deps, stack = {}, list(roots)
+    start = set(stack)
+    while stack:
+        for nxt in stack.pop().next_edges:
+            if nxt is not None:
+                d = deps.get(nxt, 0)
+                deps[nxt] = d + 1
+                if d == 0 and nxt not in start:
+                    stack.append(nxt)
+    return deps
 
 
 def release_nodes(nodes) -> None:

@@ -15,8 +15,9 @@ class PassObserver:
 
     __slots__ = ()
 
-    def start(self, deps: dict, create_graph: bool) -> None:
-        """The pass begins: ``deps`` is each node's dependency count (a copy)."""
+    def start(self, roots: tuple, create_graph: bool) -> None:
+        """The pass begins at the nodes ``roots`` (``core.node.dependency_counts(roots)``
+        gives each node's dependency count as the pass began)."""
 
     def hooked(self, node, before) -> None:
         """A tensor hook on ``node`` replaced the gradient ``before``."""

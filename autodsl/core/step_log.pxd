@@ -4,6 +4,6 @@ from autodsl.core.node cimport Node
 from autodsl.core.tensor_fields cimport TensorFields
 
 cdef class StepLog:
-    cdef public object deps, create_graph
+    cdef public object roots, deps, create_graph
     cdef public dict hooks, _leaves
     cdef public list _nodes, _grads, _sends

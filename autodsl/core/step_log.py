@@ -28,10 +28,11 @@ class StepLog:
     record side of core/observer.py's PassObserver (an extension type in the compiled build,
     step_log.pxd, so it cannot derive from that Python class; ``finish`` is the Recorder's)."""
 
-    __slots__ = ("deps", "create_graph", "hooks", "_nodes", "_grads", "_sends", "_leaves")
+    __slots__ = ("roots", "deps", "create_graph", "hooks", "_nodes", "_grads", "_sends", "_leaves")
 
-    def start(self, deps, create_graph):
-        self.deps = deps
+    def start(self, roots, create_graph):
+        self.roots = roots
+        self.deps = None        # the counts, made from roots when the steps are read (Recorder.steps)
         self.create_graph = create_graph
         self.hooks = {}         # {node: its gradient array before a tensor hook replaced it}
         self._nodes = []        # each node run and each leaf's AccumulateGrad, in order

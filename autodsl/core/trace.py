@@ -28,7 +28,7 @@ from autodsl.core import html
 from autodsl.core.step_log import StepLog, real_edges
 from autodsl.core.rules import LiveOutputs, operand_names, rule_text, scalar_values, with_numbers, with_operands
 from autodsl.errors import TypeError_
-from autodsl.core.node import AccumulateGrad
+from autodsl.core.node import AccumulateGrad, dependency_counts
 
 __all__ = ["Trace", "Step", "trace", "tracing", "is_trace_enabled", "set_trace_enabled",
            "last_trace", "new_recorder", "walk", "node_labels", "leaf_label", "leaf_labels", "LazyNames"]
@@ -153,8 +153,8 @@ class Recorder(StepLog):
 
     __slots__ = ("_steps", "_afters")
 
-    def start(self, deps, create_graph):
-        StepLog.start(self, deps, create_graph)
+    def start(self, roots, create_graph):
+        StepLog.start(self, roots, create_graph)
         self._steps = []        # the Steps made of the first len(_steps) entries
         self._afters = None     # {index: a leaf's .grad as the pass left it}
 
@@ -163,7 +163,11 @@ class Recorder(StepLog):
         """The Steps so far, in the order the nodes ran."""
         made, nodes = self._steps, self._nodes
         if len(made) < len(nodes):
-            deps, afters, hooks, leaves, grads = self.deps, self._afters, self.hooks, self._leaves, self._grads
+            deps = self.deps
+            if deps is None:        # (a copy of the engine's counts per pass cost a Session's
+                # every backward a dict of all its nodes, most of which nobody reads)
+                deps = self.deps = dependency_counts(self.roots)
+            afters, hooks, leaves, grads = self._afters, self.hooks, self._leaves, self._grads
             for i in range(len(made), len(nodes)):
                 node = nodes[i]
                 leaf = leaves.get(i)

