@@ -96,3 +96,61 @@ def test_a_chain_backward_matches_central_differences():
         ty = torch.relu(ty * 0.999 + 0.001) - torch.sin(ty) * 0.01
     ty.backward()
     assert x.grad.item() == tx.grad.item()
+
+
+@pytest.mark.parametrize("case", ["mul both", "mul constant", "sin input", "relu output"])
+def test_a_zero_d_formula_still_checks_saved_versions(case):
+    # _formula_f64 reads the kept arrays itself: a value written in place after it was saved
+    # must still raise the version error, as PyTorch does, and an unchanged one must not
+    x = ad.tensor(0.7, requires_grad=True, dtype=ad.float64)
+    w = ad.tensor(-0.4, requires_grad=True, dtype=ad.float64)
+    if case == "mul both":
+        y = x * w
+        with ad.no_grad():
+            w += 1.0
+    elif case == "mul constant":
+        y = x * 2.5
+        with ad.no_grad():
+            x += 1.0
+    elif case == "sin input":
+        y = ad.sin(x)
+        with ad.no_grad():
+            x += 1.0
+    else:
+        y = ad.relu(x * 2.0)
+        y.add_(1.0)
+    if case == "mul constant":      # x * 2.5 keeps only the constant: x's value is not needed
+        y.backward()
+        assert x.grad.item() == 2.5
+        return
+    with pytest.raises(ad.AutogradError, match="modified in place"):
+        y.backward()
+    torch = pytest.importorskip("torch")
+    tx = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+    tw = torch.tensor(-0.4, dtype=torch.float64, requires_grad=True)
+    if case == "mul both":
+        ty = tx * tw
+        with torch.no_grad():
+            tw += 1.0
+    elif case == "sin input":
+        ty = torch.sin(tx)
+        with torch.no_grad():
+            tx += 1.0
+    else:
+        ty = torch.relu(tx * 2.0)
+        ty.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        ty.backward()
+
+
+def test_a_zero_d_formula_reads_unchanged_saved_values():
+    x = ad.tensor(0.7, requires_grad=True, dtype=ad.float64)
+    w = ad.tensor(0.4, requires_grad=True, dtype=ad.float64)
+    y = ad.relu(ad.sin(x * w) * 3.0)
+    y.backward()
+    assert x.grad.item() == pytest.approx(3.0 * math.cos(0.7 * 0.4) * 0.4, rel=1e-15)
+    torch = pytest.importorskip("torch")
+    tx = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+    tw = torch.tensor(0.4, dtype=torch.float64, requires_grad=True)
+    torch.relu(torch.sin(tx * tw) * 3.0).backward()
+    assert x.grad.item() == tx.grad.item() and w.grad.item() == tw.grad.item()
