@@ -49,6 +49,8 @@ class RunContext:
       ``last_trace`` (None): backward traces, where they go, the last one.
     * ``last_backward`` (None): what ``why()`` explains.
     * ``breaks`` ({}): where values left the graph (``core/watch.py``), by source node.
+    * ``left`` ({}): the tensors alive that hold such values, the results of ops made from them
+      without a graph included: ``{id(tensor): (weak reference, Break)}`` (``core/watch.py``).
     * ``loop_progress`` (None): the language's progress callback for long loops.
     * ``language`` (0): > 0 while the language runs, so errors take the script's
       position instead of a Python caller's.
@@ -71,7 +73,7 @@ class RunContext:
 
     __slots__ = ("grad_enabled", "pos", "ieee_depth", "in_pass", "quiet", "anomaly", "journal",
                  "names", "files_allowed", "base_dir", "trace_enabled", "trace_sink", "trace_printer",
-                 "last_trace", "last_backward", "breaks", "loop_progress", "language", "default_dtype",
+                 "last_trace", "last_backward", "breaks", "left", "loop_progress", "language", "default_dtype",
                  "default_device", "owns_defaults", "capture", "limits", "host_entry", "rng",
                  "source_limit", "dask_scheduler",
                  "deferred")
@@ -93,6 +95,7 @@ class RunContext:
         self.last_trace = None
         self.last_backward = None
         self.breaks = {}
+        self.left = {}
         self.loop_progress = None
         self.language = 0
         self.default_dtype = None

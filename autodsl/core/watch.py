@@ -28,7 +28,7 @@ from autodsl.core.node import write_record  # noqa: F401 (re-exported)
 from autodsl.source import SOURCE_POS, caller_pos, python_frames
 
 __all__ = ["LastBackward", "last_backward", "note_backward", "after_op", "note_write", "write_record",
-           "breaks_from", "all_breaks", "made_by", "Break", "quiet"]
+           "breaks_from", "all_breaks", "made_by", "follow_break", "Break", "quiet"]
 
 _serial = itertools.count(1)
 
@@ -209,8 +209,44 @@ def after_op(cls, tensors, out, node, grad_on: bool, frames: int = 1) -> None:
                 for src in nodes:
                     _sites_of(src, True)[key] = brk
             brk.note_array(out._data)
+            _note_left(current().left, out, brk)
     if current().anomaly is not None:
         _anomaly.check_forward(cls.op_name, tensors, out, node)
+
+
+# The run context's ``left``: id(tensor) -> (weak reference to it, Break), for every tensor alive
+# that holds a value that left the graph at a Break, or was computed from one without a graph
+# (by id with a weakref callback, as ``breaks``).
+
+def _note_left(left: dict, out, brk) -> None:
+    key = id(out)
+
+    def gone(ref, key=key, left=left):
+        e = left.get(key)
+        if e is not None and e[0] is ref:
+            del left[key]
+
+    try:
+        left[key] = (weakref.ref(out, gone), brk)
+    except TypeError:       # pragma: no cover - a tensor type without weak references
+        pass
+
+
+def follow_break(ctx, tensors, out) -> None:
+    """An op that recorded no node took a value that left the graph (``x * 2.0`` inside a no_grad
+    block, then ``+ 1.0`` on its result): its result left at the same Break, so that why() on it
+    names that site instead of advising requires_grad on leaves that have it. ``ops.registry``
+    calls this only while ``ctx.left`` holds something."""
+    left = ctx.left
+    e = left.get(id(out))
+    if e is not None and e[0]() is out:
+        return          # (after_op placed it at a Break of its own: the nearer explanation)
+    for t in tensors:
+        e = left.get(id(t))
+        if e is not None and e[0]() is t and e[1].kind != "update":
+            _note_left(left, out, e[1])
+            e[1].note_array(out._data)
+            return
 
 
 def breaks_from(node) -> list:
@@ -231,7 +267,11 @@ def all_breaks() -> list:
 
 
 def made_by(tensor) -> Break | None:
-    """The Break whose latest result is ``tensor`` (it came out of an untracked op), or None."""
+    """The Break ``tensor`` came out of (a result of its untracked op, or of ops on such a
+    result that recorded nothing either: ``follow_break``), or None."""
+    e = current().left.get(id(tensor))
+    if e is not None and e[0]() is tensor and e[1].kind != "update":
+        return e[1]
     for b in all_breaks():
         if b.out is not None and b.out() is tensor:
             return b

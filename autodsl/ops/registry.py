@@ -27,7 +27,7 @@ except ImportError:
 from autodsl.context import RunContext, current, current_or_none
 from autodsl.backend import kind_of, namespace_of
 from autodsl.core import grad_mode
-from autodsl.core.watch import after_op
+from autodsl.core.watch import after_op, follow_break
 from autodsl.core.node import Node, SavedOutput, SavedTensor, add_saved, next_seq_nr
 from autodsl.source import POSITIONS as _POSITIONS, caller_pos
 from autodsl.errors import DeviceError, DSLError, ShapeError
@@ -551,6 +551,8 @@ def _apply(cls, inputs: tuple, params):
             and (len(tensors) > 2 or len(tensors) and (tensors[0]._requires_grad or tensors[-1]._requires_grad)):
         # anomaly mode; why(): where a value that requires grad left the graph
         after_op(cls, tensors, out, node if record else None, grad_on, _FRAMES_TO_CALLER)
+    if not record and ctx.left and not ctx.in_pass:    # why(): a value that left it, carried on
+        follow_break(ctx, tensors, out)
     if ctx.capture is not None:         # compile() is recording this call (core/capture.py)
         ctx.capture.op(cls, node, inputs, tensors, params or {}, out, record)
     return out
@@ -611,6 +613,8 @@ def _apply_f64(cls, flags, ctx, tensors, a, b, d0, d1):
             a._requires_grad or b is not None and b._requires_grad):
         after_op(cls, tensors if b is not None else (a,), out, None, grad_on,
                  _FRAMES_TO_CALLER)   # why(): where a value that requires grad left the graph
+    if not record and ctx.left and not ctx.in_pass:    # why(): a value that left it, carried on
+        follow_break(ctx, tensors, out)
     return out
 
 

@@ -342,7 +342,10 @@ class _Explainer:
         at = f"at {at}, " if at else ""
         srcs = [s for s in (self.source_name(n) for n in brk.source_nodes()) if s]
         src = " and ".join(srcs) if srcs else "a tensor that requires grad"
-        if made:
+        if made and brk.out is not None and brk.out() is not self.x:
+            # computed from that site's result by ops that recorded nothing (core/watch.follow_break)
+            start = f"{self.me} was computed from the value made {at.rstrip(', ')} from {src}".replace("  ", " ")
+        elif made:
             start = f"{self.me} was computed {at.rstrip(', ')} from {src}".replace("  ", " ")
         else:
             start = f"{at}{src} {'was' if len(srcs) < 2 else 'were'} used"
