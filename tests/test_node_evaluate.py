@@ -98,27 +98,25 @@ def test_a_chain_backward_matches_central_differences():
     assert x.grad.item() == tx.grad.item()
 
 
+def _saved_then_written(case, tensor, no_grad, relu, sin):
+    """(x, y): y's op saved a value that is then written in place (autodsl's or torch's API)."""
+    x, w = tensor(0.7), tensor(-0.4)
+    if case == "relu output":
+        y = relu(x * 2.0)
+        y.add_(1.0)
+        return x, y
+    y, written = {"mul both": (x * w, w), "mul constant": (x * 2.5, x), "sin input": (sin(x), x)}[case]
+    with no_grad():
+        written += 1.0
+    return x, y
+
+
 @pytest.mark.parametrize("case", ["mul both", "mul constant", "sin input", "relu output"])
 def test_a_zero_d_formula_still_checks_saved_versions(case):
     # _formula_f64 reads the kept arrays itself: a value written in place after it was saved
     # must still raise the version error, as PyTorch does, and an unchanged one must not
-    x = ad.tensor(0.7, requires_grad=True, dtype=ad.float64)
-    w = ad.tensor(-0.4, requires_grad=True, dtype=ad.float64)
-    if case == "mul both":
-        y = x * w
-        with ad.no_grad():
-            w += 1.0
-    elif case == "mul constant":
-        y = x * 2.5
-        with ad.no_grad():
-            x += 1.0
-    elif case == "sin input":
-        y = ad.sin(x)
-        with ad.no_grad():
-            x += 1.0
-    else:
-        y = ad.relu(x * 2.0)
-        y.add_(1.0)
+    x, y = _saved_then_written(case, lambda v: ad.tensor(v, requires_grad=True, dtype=ad.float64),
+                               ad.no_grad, ad.relu, ad.sin)
     if case == "mul constant":      # x * 2.5 keeps only the constant: x's value is not needed
         y.backward()
         assert x.grad.item() == 2.5
@@ -126,19 +124,8 @@ def test_a_zero_d_formula_still_checks_saved_versions(case):
     with pytest.raises(ad.AutogradError, match="modified in place"):
         y.backward()
     torch = pytest.importorskip("torch")
-    tx = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
-    tw = torch.tensor(-0.4, dtype=torch.float64, requires_grad=True)
-    if case == "mul both":
-        ty = tx * tw
-        with torch.no_grad():
-            tw += 1.0
-    elif case == "sin input":
-        ty = torch.sin(tx)
-        with torch.no_grad():
-            tx += 1.0
-    else:
-        ty = torch.relu(tx * 2.0)
-        ty.add_(1.0)
+    _, ty = _saved_then_written(case, lambda v: torch.tensor(v, dtype=torch.float64, requires_grad=True),
+                                torch.no_grad, torch.relu, torch.sin)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         ty.backward()
 
