@@ -270,12 +270,7 @@ def made_by(tensor) -> Break | None:
     """The Break ``tensor`` came out of (a result of its untracked op, or of ops on such a
     result that recorded nothing either: ``follow_break``), or None."""
     e = current().left.get(id(tensor))
-    if e is not None and e[0]() is tensor and e[1].kind != "update":
-        return e[1]
-    for b in all_breaks():
-        if b.out is not None and b.out() is tensor:
-            return b
-    return None
+    return e[1] if e is not None and e[0]() is tensor and e[1].kind != "update" else None
 
 
 # -- in-place writes ---------------------------------------------------------------------------------

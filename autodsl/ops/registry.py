@@ -241,7 +241,6 @@ class Op(Node):
         # (a list, not a generator: compiled, a generator's closure cannot read the typed g)
         return tuple([g if o is data else None if o is None else new_tensor(o, device) for o in outs])
 
-
     @cython.locals(ctx=RunContext, g=TensorBase)
     def evaluate(self, g):
         """``validate_outputs(apply(g), g)`` (core/node.py), without the check where it cannot
