@@ -372,11 +372,32 @@ def scatter_add_(self, dim, index, src):
                    what="scatter_add_")
 
 
-def masked_fill_(self, mask, value):
-    """``x.masked_fill_(mask, value)``: ``masked_fill`` written into x; returns x."""
+def masked_fill_(self, mask, value, what="masked_fill_"):
+    """``x.masked_fill_(mask, value)``: ``masked_fill`` written into x; returns x. (``what``:
+    the method's name in errors.)"""
     vs = (value,) if isinstance(value, Tensor) else ()
     m = as_tensor(mask)
-    return inplace(lambda t, *v: _masked_fill(t, m, v[0] if v else value), self, *vs, what="masked_fill_")
+    return inplace(lambda t, *v: _masked_fill(t, m, v[0] if v else value), self, *vs, what=what)
+
+
+def fill_(self, value):
+    """``x.fill_(value)``: every element of x set to ``value`` (a number, or a 0-d tensor whose
+    gradient is then the sum of x's), cast to x's dtype; returns x. Through it x's own gradient
+    is zero, as in torch (a masked_fill_ with a mask that is true everywhere). Raises TypeError_
+    for a value that is neither, and AutogradError on a leaf that requires grad while recording."""
+    return _fill(self, value, "fill_")
+
+
+def zero_(self):
+    """``x.zero_()``: every element of x set to 0 (``fill_(0)``); returns x."""
+    return _fill(self, 0, "zero_")
+
+
+def _fill(x, value, what):
+    if not isinstance(value, Tensor) and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise TypeError_(f"{what}: value must be a number or a 0-d tensor, not {kind(value)}")
+    everywhere = Tensor(namespace_of(x._data).asarray(True), _device=x.device)
+    return masked_fill_(x, everywhere, value, what=what)
 
 
 def index_put_(self, indices, values, accumulate=False):

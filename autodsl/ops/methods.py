@@ -112,6 +112,7 @@ install({"gather": G.gather, "scatter": G.scatter, "scatter_add": G.scatter_add,
          "index_select": G.index_select, "masked_fill": G.masked_fill, "index_put": M.index_put,
          "sort": S.sort, "argsort": S.argsort, "topk": S.topk, "argmax": S.argmax, "argmin": S.argmin,
          "scatter_": G.scatter_, "scatter_add_": G.scatter_add_, "masked_fill_": G.masked_fill_,
+         "fill_": G.fill_, "zero_": G.zero_,
          "index_put_": G.index_put_})
 
 # rounding and integer division (ops/rounding.py): x % y and x // y as Python and PyTorch mean them
