@@ -99,3 +99,39 @@ def test_in_the_language():
     s = ad.Session(out=out)
     s.run("g = tensor([1.0, 2.0])\ng.zero_()\ng.fill_(4)\nprint(g)\n")
     assert np.array_equal(s["g"].numpy(), [4.0, 4.0])
+
+
+@pytest.mark.parametrize("dt, tdt, value", [
+    ("int64", "int64", float("nan")), ("int64", "int64", float("inf")), ("int64", "int64", 2 ** 63),
+    ("int32", "int32", 2 ** 31), ("float32", "float32", 1e40), ("float32", "float32", -1e39)])
+def test_a_value_the_dtype_cannot_hold_is_refused_as_torch_does(dt, tdt, value):
+    x = ad.zeros(2, dtype=getattr(ad, dt))
+    with pytest.raises(ad.ValueError_, match=f"fill_: .* does not fit in {dt}"):
+        x.fill_(value)
+    assert np.array_equal(x.numpy(), np.zeros(2))       # unchanged
+    with pytest.raises(RuntimeError, match="without overflow"):
+        torch.zeros(2, dtype=getattr(torch, tdt)).fill_(value)
+    m = ad.tensor([True, False])
+    with pytest.raises(ad.ValueError_, match=f"masked_fill: .* does not fit in {dt}"):
+        ad.masked_fill(x, m, value)
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), -(2 ** 63), 2 ** 63 - 1, 3.4e38])
+def test_values_at_the_edge_of_the_range_are_written_as_torch(value):
+    dt = "float32" if isinstance(value, float) else "int64"
+    x = ad.zeros(2, dtype=getattr(ad, dt)).fill_(value)
+    t = torch.zeros(2, dtype=getattr(torch, dt)).fill_(value)
+    assert x.numpy().tobytes() == t.numpy().tobytes()
+
+
+def test_bools_and_numpy_scalars_are_numbers_as_in_torch():
+    for value in (True, False, np.float32(2.5), np.int64(-3), np.bool_(True)):
+        for dt in ("float64", "int64", "bool"):
+            x = ad.zeros(3, dtype=getattr(ad, dt)).fill_(value)
+            t = torch.zeros(3, dtype=getattr(torch, dt)).fill_(value.item() if isinstance(value, np.generic) else value)
+            assert x.numpy().dtype == t.numpy().dtype and x.numpy().tobytes() == t.numpy().tobytes()
+
+
+def test_a_value_tensor_must_be_0d_and_the_message_names_fill():
+    with pytest.raises(ad.ShapeError, match=r"fill_: the value must be a number or a 0-d tensor, not a tensor of shape \(1,\)"):
+        ad.zeros(2).fill_(ad.tensor([1.0]))

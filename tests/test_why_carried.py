@@ -117,3 +117,14 @@ def test_values_are_unchanged():
     (tx * tc).sum().backward()
     assert c.numpy().tobytes() == tc.numpy().tobytes()
     assert x.grad.numpy().tobytes() == tx.grad.numpy().tobytes()
+
+
+def test_a_comparisons_or_casts_own_result_names_it_not_its_dtype():
+    a = ad.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    w = ad.why(a > 0)
+    assert "in a comparison (gt)" in str(w) and "float64 (or float32)" not in str(w)
+    w = ad.why(a.to(ad.int64) * 2 + 1)
+    assert "in a cast to an integer dtype" in str(w) and "float64 (or float32)" not in str(w)
+    # an integer tensor made as such keeps the dtype advice
+    w = ad.why(ad.tensor([1, 2], dtype=ad.int64))
+    assert "It is int64" in str(w)

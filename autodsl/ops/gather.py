@@ -345,15 +345,39 @@ def _broadcast_or_none(a, b):
         return None
 
 
-def _masked_fill(x, m, value):
-    """``x`` with ``value`` where the mask ``m`` (broadcastable to x's shape) is true."""
+def _masked_fill(x, m, value, what="masked_fill"):
+    """``x`` with ``value`` where the mask ``m`` (broadcastable to x's shape) is true. A number
+    must fit x's dtype (as torch: no silent overflow or wrap); ValueError_ else."""
     if isinstance(value, Tensor):
+        if value.ndim:
+            raise ShapeError(f"{what}: the value must be a number or a 0-d tensor, not a tensor of "
+                             f"shape {value.shape}")
         if value.dtype is not x.dtype and value.dtype.is_floating:
             value = to_op(value, dtype=x.dtype)     # the gradient comes back in value's dtype
         return apply(MaskedFill, x, m, value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError_(f"masked_fill: value must be a number or a 0-d tensor, not {kind(value)}")
+        raise TypeError_(f"{what}: value must be a number or a 0-d tensor, not {kind(value)}")
+    _check_fill_value(value, x, what)
     return apply(MaskedFill, x, m, number=value)
+
+
+def _check_fill_value(value, x, what):
+    """Refuse a number that x's dtype cannot hold: nan, inf or a number out of range for an
+    integer dtype, a finite number beyond a float dtype's largest (torch: "value cannot be
+    converted to type ... without overflow")."""
+    dt = x._data.dtype
+    k = kind_of(dt)
+    xp = namespace_of(x._data)
+    if k in ("i", "u"):
+        info = xp.iinfo(dt)
+        ok = (value == value and abs(value) != float("inf") and info.min <= value <= info.max)
+    elif k == "f":
+        ok = value != value or abs(value) == float("inf") or abs(value) <= float(xp.finfo(dt).max)
+    else:
+        ok = True
+    if not ok:
+        raise ValueError_(f"{what}: {value!r} does not fit in {x.dtype.name}; give a value inside its "
+                          "range, or make the tensor of a wider dtype")
 
 
 # torch's in-place forms, Tensor methods (ops/methods.py): refused on a leaf that requires grad
@@ -377,7 +401,7 @@ def masked_fill_(self, mask, value, what="masked_fill_"):
     the method's name in errors.)"""
     vs = (value,) if isinstance(value, Tensor) else ()
     m = as_tensor(mask)
-    return inplace(lambda t, *v: _masked_fill(t, m, v[0] if v else value), self, *vs, what=what)
+    return inplace(lambda t, *v: _masked_fill(t, m, v[0] if v else value, what), self, *vs, what=what)
 
 
 def fill_(self, value):
@@ -394,8 +418,10 @@ def zero_(self):
 
 
 def _fill(x, value, what):
-    if not isinstance(value, Tensor) and (isinstance(value, bool) or not isinstance(value, (int, float))):
-        raise TypeError_(f"{what}: value must be a number or a 0-d tensor, not {kind(value)}")
+    if isinstance(value, backend.HOST_BOOL):        # (torch's fill_ takes a bool: 1 or 0)
+        value = int(value)
+    elif isinstance(value, (*backend.HOST_INT, *backend.HOST_FLOAT)) and not isinstance(value, (int, float)):
+        value = value.item()        # a NumPy scalar
     everywhere = Tensor(namespace_of(x._data).asarray(True), _device=x.device)
     return masked_fill_(x, everywhere, value, what=what)
 

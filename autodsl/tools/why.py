@@ -300,14 +300,16 @@ class _Explainer:
         x = self.x
         call = f"{self.name}.requires_grad_()" if self.name else "requires_grad_() on it"
         head = f"{self.grad_of} is none: {self.me} does not require grad, and only tensors that require grad get .grad."
-        if not x.dtype.is_floating:
-            return Why("no_requires_grad", [head, f"It is {x.dtype.name}: only floating-point tensors can "
-                                            "require grad; make it with dtype=float64 (or float32)."],
-                       pos=x._pos)
+        # (first: a comparison's or an integer cast's result is not floating either, and the site
+        # it came out of says more than its dtype)
         brk = watch.made_by(x)
         if brk is not None:
             return Why("no_requires_grad", [head, self.break_sentence(brk, made=True)], pos=brk.pos,
                        breaks=[brk])
+        if not x.dtype.is_floating:
+            return Why("no_requires_grad", [head, f"It is {x.dtype.name}: only floating-point tensors can "
+                                            "require grad; make it with dtype=float64 (or float32)."],
+                       pos=x._pos)
         # detach(): shares the storage and version counter of a tensor that requires grad
         for other, onm in self._tensors_sharing(x):
             if other._requires_grad:
