@@ -59,12 +59,12 @@ class GraphTask:
             current().capture.fail("it calls grad() or backward() with create_graph or inputs")
         note_backward(self)         # why() starts from the last backward's roots (core/watch.py)
 
-    def _needed(self, deps):
+    def _needed(self, roots, deps):
         """Nodes that must run because a target lies below them (OneFlow's need_execute)."""
         # Kahn's order from the roots; then a reverse sweep marks ancestors of targets.
         remaining = dict(deps)
         topo = []
-        stack = [n for n in dict.fromkeys(node for node, _ in self.seeds) if remaining.get(n, 0) == 0]
+        stack = [n for n in roots if remaining.get(n, 0) == 0]
         while stack:
             node = stack.pop()
             topo.append(node)
@@ -111,7 +111,7 @@ class GraphTask:
     def _run(self, stepping):
         roots = tuple(dict.fromkeys(node for node, _ in self.seeds))
         deps = dependency_counts(roots)
-        self._needed_nodes = self._needed(deps) if self.targets is not None else None
+        self._needed_nodes = self._needed(roots, deps) if self.targets is not None else None
         ctx = current()
         anomaly, limits = ctx.anomaly, ctx.limits   # (a Session's time limit holds between nodes too)
         obs = self._observers = tuple(o for o in (self.recorder, anomaly) if o is not None)

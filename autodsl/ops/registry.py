@@ -737,7 +737,8 @@ def _intern_shapes(shapes: tuple) -> tuple:
 # as Python, the frames below it are autodsl's all: caller_pos, _apply (or _apply_f64, which
 # apply1 and apply2 call for the 0-d lane, and _apply a frame deeper: the walk steps through
 # that one), one of apply, apply1 and apply2, and the function that called that one, for only
-# autodsl's modules call those three (their callers are the public functions and the methods). Each frame the walk steps through is a frame object Python makes for it (about
+# autodsl's modules call those three (their callers are the public functions and the
+# methods). Each frame the walk steps through is a frame object Python makes for it (about
 # 0.2 us each, most of the cost of a node's position), so starting at the first frame that may
 # be the user's saves three of them per op. Compiled, this module's functions push no frames:
 # the walk starts at the first Python frame, which a public function in a module run as
