@@ -40,6 +40,22 @@ def test_a_gradient_only_the_engine_holds_is_kept_without_a_copy(copies):
     assert _apart(x.grad._data, w.grad._data, x._data, w._data)
 
 
+def test_a_bias_gradient_summed_over_the_batch_is_kept_without_a_copy(copies):
+    if backend.namespace_name("cpu") != "numpy":
+        pytest.skip("only NumPy arrays are kept: other namespaces always copy")
+    x = ad.tensor(np.arange(6.0).reshape(3, 2))
+    w = ad.tensor(np.ones((2, 4)), requires_grad=True)
+    b = ad.tensor(np.zeros(4), requires_grad=True)
+    c = ad.tensor(np.zeros((1, 4)), requires_grad=True)     # a kept dim: summed, then reshaped
+    ((x @ w + b) * (x @ w + c)).sum().backward()
+    assert copies[0] == 0
+    h = np.arange(6.0).reshape(3, 2) @ np.ones((2, 4))
+    assert b.grad.shape == (4,) and c.grad.shape == (1, 4)
+    np.testing.assert_array_equal(b.grad.numpy(), h.sum(axis=0))
+    np.testing.assert_array_equal(c.grad.numpy(), h.sum(axis=0, keepdims=True))
+    assert _apart(b.grad._data, c.grad._data, w.grad._data)
+
+
 def test_the_callers_seed_is_never_kept(copies):
     a = ad.tensor([1.0, 2.0], requires_grad=True)
     b = ad.tensor([1.0, 2.0], requires_grad=True)

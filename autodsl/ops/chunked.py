@@ -294,6 +294,8 @@ def matmul_work(a, b) -> int:
         return 0
     m = a.shape[-2] if a.ndim > 1 else 1
     p = b.shape[-1] if b.ndim > 1 else 1
+    if a.ndim <= 2 and b.ndim <= 2:
+        return m * n * p
     try:
         batch = backend.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except Exception:  # noqa: BLE001 - the one-call product reports the shapes
@@ -311,9 +313,13 @@ def matmul(a, b):
     work = matmul_work(a, b)
     if work <= LARGE or backend.is_lazy(a) or backend.is_lazy(b):
         return a @ b
-    # an expanded operand (stride 0) is not BLAS's: NumPy's own loop is many times slower
+    # one piece's work: one call (smaller products cost BLAS speed); an expanded operand
+    # (stride 0) is not BLAS's, NumPy's own loop is many times slower: its pieces are smaller
+    # (the test of the strides only where it decides)
+    if work <= MATMUL_PIECE // 16:
+        return a @ b
     piece = MATMUL_PIECE if _dense(a) and _dense(b) else MATMUL_PIECE // 16
-    if work <= piece:           # one piece's work: one call (smaller products cost BLAS speed)
+    if work <= piece:
         return a @ b
     xp = namespace_of(a)
     a2 = xp.expand_dims(a, axis=0) if a.ndim == 1 else a          # (n,) -> (1, n)

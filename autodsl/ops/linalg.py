@@ -25,7 +25,7 @@ class Matmul(Op):
             na, nb = self.needs_input_grad
             self.save_for_backward(x if nb else None, y if na else None)
         try:
-            if a.size * b.size > chunked.LARGE and chunked.matmul_work(a, b) > chunked.LARGE:
+            if a.size * b.size > chunked.LARGE:
                 return chunked.matmul(a, b)     # long: in tiles, so that an interrupt lands
             return a @ b
         except ValueError:

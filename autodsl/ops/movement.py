@@ -502,9 +502,12 @@ class SumTo(Op):
             out = a
         elif a.size > chunked.LARGE:        # the gradient of a sum of a huge expand: in pieces
             out = chunked.sum(a, axes, True)
+        elif len(axes) == lead:     # only the dims the shape drops (a bias's gradient)
+            return backend.reduce_sum(a, axes, False)
         else:
             out = backend.reduce_sum(a, axes, True)
-        return namespace_of(a).reshape(out, shape)
+        # no reshape that changes nothing: its view would make the gradient a copy in .grad
+        return out if tuple(out.shape) == shape else namespace_of(a).reshape(out, shape)
 
     @classmethod
     def specialize(cls, arrays, params):
