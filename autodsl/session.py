@@ -350,7 +350,7 @@ class Session:
 
     @contextlib.contextmanager
     def _entered(self):
-        """``context()``'s work but the collector's threshold (``_Entry``)."""
+        """All of ``context()``'s work but the collector's threshold, which is ``_Entry``'s."""
         ctx = self._ctx
         outer = current()
         if outer is ctx:            # already inside (a REPL command around a run, a nested call)

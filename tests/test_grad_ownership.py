@@ -46,7 +46,7 @@ def test_a_bias_gradient_summed_over_the_batch_is_kept_without_a_copy(copies):
     x = ad.tensor(np.arange(6.0).reshape(3, 2))
     w = ad.tensor(np.ones((2, 4)), requires_grad=True)
     b = ad.tensor(np.zeros(4), requires_grad=True)
-    c = ad.tensor(np.zeros((1, 4)), requires_grad=True)     # a kept dim: summed, then reshaped
+    c = ad.tensor(np.zeros((1, 4)), requires_grad=True)     # a kept dim: summed with keepdims
     ((x @ w + b) * (x @ w + c)).sum().backward()
     assert copies[0] == 0
     h = np.arange(6.0).reshape(3, 2) @ np.ones((2, 4))
