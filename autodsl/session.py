@@ -37,6 +37,7 @@ scheduler; "threads" or "synchronous" compute in this process, without a cluster
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import math
 import os
@@ -481,31 +482,45 @@ class _Entry:
     collection, as for the same graph made through the Python API (W6: 20 ms of a 130 ms run
     of W1 as a script was that walk, inside the run)."""
 
-    __slots__ = ("_session", "_inner", "_threshold")
+    __slots__ = ("_session", "_open")
 
     def __init__(self, session):
         self._session = session
-        self._inner = self._threshold = None
+        # (the inner manager, the host's threshold or None) of each entry not left yet: one
+        # object entered again, after or inside its own block, keeps each entry's own
+        self._open: list = []
 
     def __enter__(self):
         session = self._session
+        threshold = None
         if current() is not session._ctx:
-            threshold = gc.get_threshold()
-            if threshold[0] and threshold[0] < _GC_GEN0:
-                self._threshold = threshold
+            host = gc.get_threshold()
+            if host[0] and host[0] < _GC_GEN0:
+                threshold = host
         inner = session._entered()
         value = inner.__enter__()       # (if it raises, nothing was changed)
-        self._inner = inner
-        if self._threshold is not None:
-            gc.set_threshold(_GC_GEN0, *self._threshold[1:])
+        self._open.append((inner, threshold))
+        if threshold is not None:
+            gc.set_threshold(_GC_GEN0, *threshold[1:])
         return value
 
     def __exit__(self, *exc):
+        inner, threshold = self._open.pop()
         try:
-            return self._inner.__exit__(*exc)
+            return inner.__exit__(*exc)
         finally:
-            if self._threshold is not None:
-                gc.set_threshold(*self._threshold)
+            if threshold is not None:
+                gc.set_threshold(*threshold)
+
+    def __call__(self, func):
+        """As a decorator (``@s.context()``): each call of ``func`` runs inside the session."""
+        session = self._session
+
+        @functools.wraps(func)
+        def inside(*args, **kwargs):
+            with _Entry(session):       # (one per call: calls from two threads keep apart)
+                return func(*args, **kwargs)
+        return inside
 
 
 def _dask_scheduler(spec, workers):
