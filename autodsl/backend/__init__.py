@@ -50,7 +50,7 @@ __all__ = [
     "is_floating", "namespace_of", "dtype_of", "device_of", "asarray", "may_share_memory",
     "scatter_add", "native_dtype", "kind_of", "copy", "ufunc_inplace", "unshared", "where", "where_nonzero", "zero_of", "writeable", "contiguous", "getitem",
     "setitem", "random_uniform", "random_normal", "fp_errors_off", "fp_errors_restore", "broadcast_shapes",
-    "use_namespace", "namespace_name", "SCALAR_TYPES", "inplace_ufunc", "reduce_sum", "reduce_mean", "min_max", "swap_last", "HOST_BOOL", "HOST_INT", "HOST_FLOAT",
+    "use_namespace", "namespace_name", "SCALAR_TYPES", "inplace_ufunc", "reduce_sum", "reduce_max", "reduce_mean", "min_max", "swap_last", "HOST_BOOL", "HOST_INT", "HOST_FLOAT",
     "is_host_array", "scalar_array", "NAMESPACES", "DEVICES", "is_lazy", "broadcast_to", "grad_copy",
 ]
 
@@ -598,6 +598,15 @@ def reduce_sum(a, axis, keepdims: bool):
     if type(a) is np.ndarray:
         return _add_reduce(a, axis=axis, keepdims=keepdims)
     return namespace_of(a).sum(a, axis=axis, keepdims=keepdims)
+
+
+def reduce_max(a, axis, keepdims: bool):
+    """``xp.max(a, axis=axis, keepdims=keepdims)`` of a non-empty array; on a NumPy array straight
+    through ``np.maximum.reduce``, which is what ``np.max`` calls (the same result, without its
+    wrapper)."""
+    if type(a) is np.ndarray:
+        return _max_reduce(a, axis=axis, keepdims=keepdims)
+    return namespace_of(a).max(a, axis=axis, keepdims=keepdims)
 
 
 def min_max(a) -> tuple:

@@ -175,8 +175,9 @@ def _write_ufunc(name: str, target: Tensor, other) -> bool:
         value = other._data
     else:
         value = other
-    record_values(target)
     ctx = current()
+    if ctx.journal is not None:     # (a Session's undo journal: the old values, before the write)
+        record_values(target)
     token = None if ctx.ieee_depth else backend.fp_errors_off()
     try:
         done = backend.ufunc_inplace(name, target._data, value)

@@ -534,9 +534,9 @@ def _logsumexp(a, axes, keepdim):
         return _empty(a, axes, keepdim)
     if a.size > chunked.LARGE:
         return chunked.logsumexp(a, axes, keepdim)
-    m = xp.max(a, axis=axes, keepdims=True)
+    m = backend.reduce_max(a, axes, True)
     m = xp.where(xp.isfinite(m), m, 0.0)     # an all -inf slice stays -inf, not nan
-    s = xp.log(xp.sum(xp.exp(a - m), axis=axes, keepdims=True)) + m
+    s = xp.log(backend.reduce_sum(xp.exp(a - m), axes, True)) + m
     return s if keepdim else xp.reshape(s, tuple(n for i, n in enumerate(a.shape) if i not in axes))
 
 
@@ -558,8 +558,8 @@ class Softmax(Op):
             return chunked.softmax(a, self.axis)
         # torch shifts by the max as it is: a +inf logit makes inf - inf = nan of its slice (there
         # is no finite answer), an all -inf slice is nan as well
-        e = xp.exp(a - xp.max(a, axis=self.axis, keepdims=True))
-        return e / xp.sum(e, axis=self.axis, keepdims=True)
+        e = xp.exp(a - backend.reduce_max(a, self.axis, True))
+        return e / backend.reduce_sum(e, self.axis, True)
 
     rule = "out * (grad - sum(grad * out))"
 
@@ -585,8 +585,8 @@ class LogSoftmax(Op):
             return namespace_of(a).asarray(a, copy=True)
         xp = namespace_of(a)
         # torch's kernel: (a - max) - log(sum(exp(a - max))), the max as it is (a +inf logit: nan)
-        t = a - xp.max(a, axis=self.axis, keepdims=True)
-        return t - xp.log(xp.sum(xp.exp(t), axis=self.axis, keepdims=True))
+        t = a - backend.reduce_max(a, self.axis, True)
+        return t - xp.log(backend.reduce_sum(xp.exp(t), self.axis, True))
 
     rule = "grad - exp(out) * sum(grad)"
 

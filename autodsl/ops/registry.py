@@ -248,7 +248,9 @@ class Op(Node):
         checked, and every gradient sent was validated), so a 0-d float64 ``g`` into an
         elementwise op (one with a 0-d lane) whose inputs all had the output's dtype
         (``input_dtypes`` None) means 0-d float64 inputs, and the formula's gradients are 0-d
-        float64 already. (The check was about a fifth of a 0-d node's pure-Python backward.)"""
+        float64 already. (The check was about a fifth of a 0-d node's pure-Python backward.)
+        A two-input op's gradient that only gained leading dims is summed on its array first
+        (Note [a bias's gradient], ``_lead_sums``)."""
         data = g._data
         flags = type(self)._op_flags
         if flags is not None and flags.f64 and type(data) is _ndarray and data.dtype is _F64 \
@@ -261,7 +263,47 @@ class Op(Node):
                 outs = _formula_f64(self, g, data, g.device)
                 if outs is not None:
                     return outs
-        return self.validate_outputs(self.apply(g), g)
+        outs = self.apply(g)
+        shapes = self.input_shapes
+        if shapes is not None and len(shapes) == 2 and (shapes[0] != data.shape or shapes[1] != data.shape) \
+                and type(outs) is tuple and len(outs) == 2:
+            outs = _lead_sums(self, outs, shapes)
+        return self.validate_outputs(outs, g)
+
+
+@cython.locals(node=Op, ctx=RunContext)
+def _lead_sums(node, outs: tuple, shapes: tuple) -> tuple:
+    """Note [a bias's gradient]: ``validate_outputs`` reduces a broadcast gradient by
+    ``sum_to_size``, a whole op call (nothing records it in a backward without create_graph).
+    A two-input op's gradient that only gained leading dims (``x @ w + b``'s for ``b``: the
+    batch) is summed here on its array instead: what SumTo's forward computes for it, by the
+    same call. Only where that op call would add nothing: no anomaly mode, compile() or
+    Session limit watching, and a host array below chunked.LARGE (above it the op sums in
+    pieces, so that an interrupt lands)."""
+    ctx = current_or_none() or current()
+    if ctx.grad_enabled or ctx.capture is not None or ctx.anomaly is not None or ctx.limits is not None:
+        return outs
+    edges = node.next_edges
+    a, b = outs
+    return (_lead_sum(a, shapes[0]) if edges[0] is not None else a,
+            _lead_sum(b, shapes[1]) if edges[1] is not None else b)
+
+
+@cython.locals(t=TensorBase)
+def _lead_sum(t, shape: tuple):
+    if t is None:
+        return None
+    d = t._data
+    if type(d) is not _ndarray or d.shape == shape or d.size > chunked.LARGE:
+        return t
+    lead = d.ndim - len(shape)
+    if lead <= 0 or d.shape[lead:] != shape:
+        return t
+    return new_tensor(backend.reduce_sum(d, _LEAD_AXES[lead] if lead < 4 else tuple(range(lead)), False),
+                      t.device)
+
+
+_LEAD_AXES = ((), (0,), (0, 1), (0, 1, 2))
 
 
 # (gf an object: compiled, a C double would make a new float at each use, and `a is gf` false)
