@@ -369,7 +369,8 @@ class Session:
                 yield self
         finally:
             ctx.in_pass = passes
-            if old_limit < _RECURSION_LIMIT:
+            # (one a host function set inside is the host's now: kept, as the threshold below)
+            if old_limit < _RECURSION_LIMIT and sys.getrecursionlimit() == _RECURSION_LIMIT:
                 sys.setrecursionlimit(old_limit)
 
     def _print_trace(self, text: str) -> None:
@@ -509,7 +510,9 @@ class _Entry:
         try:
             return inner.__exit__(*exc)
         finally:
-            if threshold is not None:
+            # a threshold other than the one set on entry was set inside by the host (a host
+            # function a script called): the host's, kept
+            if threshold is not None and gc.get_threshold() == (_GC_GEN0, *threshold[1:]):
                 gc.set_threshold(*threshold)
 
     def __call__(self, func):

@@ -92,3 +92,23 @@ def test_an_error_inside_leaves_nothing_changed_and_the_session_usable(host_thre
         s.run("b = undefined_name")
     assert (gc.get_threshold(), sys.getrecursionlimit()) == (host_threshold, limit)
     assert s.run("a + 1") == 2
+
+
+def test_what_a_host_function_sets_inside_a_run_is_kept(host_threshold):
+    s = ad.Session(echo=False)
+    limit = sys.getrecursionlimit()
+    mine = (host_threshold[0] + 7, *host_threshold[1:])
+
+    def tune():
+        gc.set_threshold(*mine)
+        sys.setrecursionlimit(limit + 1234)
+        return 1
+
+    s["tune"] = tune
+    try:
+        assert s.run("tune() + 1") == 2
+        assert gc.get_threshold() == mine and sys.getrecursionlimit() == limit + 1234
+        s.run("2 * 3")          # and a run that sets nothing puts back what the host has now
+        assert gc.get_threshold() == mine and sys.getrecursionlimit() == limit + 1234
+    finally:
+        sys.setrecursionlimit(limit)
