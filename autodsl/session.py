@@ -510,10 +510,14 @@ class _Entry:
         try:
             return inner.__exit__(*exc)
         finally:
-            # a threshold other than the one set on entry was set inside by the host (a host
-            # function a script called): the host's, kept
-            if threshold is not None and gc.get_threshold() == (_GC_GEN0, *threshold[1:]):
-                gc.set_threshold(*threshold)
+            if threshold is not None:
+                # a generation's threshold other than the one set on entry was set inside by the
+                # host (a host function a script called): that one is the host's, kept; the
+                # others come back (gc.set_threshold(gc.get_threshold()[0], 50, 50) inside sets
+                # generations 1 and 2 only)
+                ours = (_GC_GEN0, *threshold[1:])
+                gc.set_threshold(*[h if now == o else now
+                                   for now, o, h in zip(gc.get_threshold(), ours, threshold)])
 
     def __call__(self, func):
         """As a decorator (``@s.context()``): each call of ``func`` runs inside the session."""

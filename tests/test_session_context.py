@@ -112,3 +112,10 @@ def test_what_a_host_function_sets_inside_a_run_is_kept(host_threshold):
         assert gc.get_threshold() == mine and sys.getrecursionlimit() == limit + 1234
     finally:
         sys.setrecursionlimit(limit)
+
+
+def test_a_host_function_that_sets_the_older_generations_only_keeps_the_young_threshold(host_threshold):
+    s = ad.Session(echo=False)
+    s["tune"] = lambda: gc.set_threshold(gc.get_threshold()[0], 50, 60)
+    s.run("tune()")
+    assert gc.get_threshold() == (host_threshold[0], 50, 60)

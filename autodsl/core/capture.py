@@ -167,7 +167,13 @@ class Capture:
         if fast is not None and recorded:
             # a replay skips forward: what it leaves on the node for the formula (a count, the
             # reduction; Op.specialize promises nothing there depends on the values) is left now
-            cls.forward(rnode, *arrays, **(params or {}))
+            # (after the op's own call, which held NumPy's FP warnings off only while it ran)
+            token = None if current().ieee_depth else backend.fp_errors_off()
+            try:
+                cls.forward(rnode, *arrays, **(params or {}))
+            finally:
+                if token is not None:
+                    backend.fp_errors_restore(token)
         self.steps.append(("op", out, cls, rnode, ins, params or None, opaque,
                            node.pos if recorded else None, out_t.device, _expr(cls, tensors, params), fast))
 

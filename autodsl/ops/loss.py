@@ -61,12 +61,20 @@ class MseLoss(Op):
     rule = ("grad * 2 * (a - b) / n", "-grad * 2 * (a - b) / n")
 
     def formula_exprs(self):
-        scale = 2.0 / self.count if self.reduction == "mean" else 2.0      # (a float: repr is exact)
+        if self.reduction == "mean" and not self.count:
+            return None         # (nan has no literal: the formula runs)
+        scale = self._scale()       # (a float: repr is exact)
         d = f"({{0}} - {{1}}) * ({{g}} * {scale!r})"
         return d, "-(" + d + ")"
 
+    def _scale(self) -> float:
+        # the mean of nothing is nan (torch's loss and its empty gradient), not a division error
+        if self.reduction != "mean":
+            return 2.0
+        return 2.0 / self.count if self.count else float("nan")
+
     def formula(self, F, g, x, y):
-        scale = 2.0 / self.count if self.reduction == "mean" else 2.0
+        scale = self._scale()
         d = (x - y) * (g * scale)                     # d/dx (x-y)^2 = 2(x-y)
         ea, eb = self.next_edges
         return (d if ea is not None else None), (-d if eb is not None else None)
