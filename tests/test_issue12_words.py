@@ -256,7 +256,7 @@ TABLE = [
     "cross_entropy(b, b)", "m[[0, 1], [0, 1, 0]]", "x[2^70]", "x[-2^70] = 1",
     "tensor([1.0]).to(int32) + 2^40",
     "l = [1, 2]; l[2^70] = 1", 'l = [1, 2]; l["a"] += 1', "l = [1, 2]; l[0:1] = [3]",
-    "seed(-1)", "seed(nan)", "seed(f)", "full([2, 3], 1.0, m)", "zeros_like(m, true)", "any(nan, 0)",
+    "seed(-1)", "seed(nan)", "seed(f)", "full([2, 3], 1.0, m)", "zeros_like(m, true)", "any(nan, 1)",
     "all(x, int64, 1.5)", "b[[x, m]]", "min(sort(x))", "x < [x, m]", "x + [1, none]",
     "x.div(none, m)", "mse_loss(x, x, reduction=x)", "anomaly(true, mode=x)", "x.sum(keepdim=x)",
     "m.mean(0, keepdim=1)",

@@ -1,6 +1,9 @@
 """Comparisons and logical ops: boolean results, never differentiable."""
 from __future__ import annotations
 
+import builtins
+import numbers
+
 from autodsl.backend import namespace_of
 from autodsl.ops import chunked
 from autodsl.ops.registry import Op, apply, apply2, defop
@@ -46,6 +49,9 @@ class _Test(Op):
 
     def forward(self, a, dim=None, keepdim=False):
         axes = None if dim is None else tuple(dim) if isinstance(dim, (list, tuple)) else (dim,)
+        if a.ndim == 0 and axes is not None and builtins.all(
+                isinstance(d, numbers.Integral) and not isinstance(d, bool) and d in (0, -1) for d in axes):
+            axes = None         # torch: dim 0 (or -1) of a 0-d tensor is the tensor itself
         if a.size > chunked.LARGE:          # long: in pieces, so that an interrupt lands
             every = tuple(range(a.ndim)) if axes is None else tuple(sorted({d % a.ndim for d in axes}))
             return (chunked.reduce_any if self.fn == "any" else chunked.reduce_all)(a, every, keepdim)

@@ -290,8 +290,10 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False, ch
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False, chunks=None):
-    """The n x m identity matrix (m = n by default). Example: ``eye(3)``"""
+    """The n x m identity matrix (m = n by default). Raises ShapeError for a negative size,
+    TypeError_ for one that is not a whole number. Example: ``eye(3)``"""
     device = backend.check_device(device)
-    arr = _make("eye", device, _dtype(dtype), int(n), None if m is None else int(m), chunks=chunks)
+    n, m = _size((n,))[0], None if m is None else _size((m,))[0]
+    arr = _make("eye", device, _dtype(dtype), n, m, chunks=chunks)
     return _finish(arr, device, requires_grad)
 

@@ -246,10 +246,14 @@ class Einsum(Op):
                 grads.append(None)
                 continue
             gin = (out,) + ins[:i] + ins[i + 1:]
+            shapes = (tuple(g.shape),) + self.input_shapes[:i] + self.input_shapes[i + 1:]
             have = {s for t in gin for s in t}
+            wide = {s for t, sh in zip(gin, shapes) for s, n in zip(t, sh) if n != 1}
             shape = self.input_shapes[i]
-            # a subscript only operand i has was summed: its gradient is repeated along it
-            sizes = tuple(sorted({(s, n) for s, n in zip(ins[i], shape) if s not in have}))
+            # a subscript only operand i has was summed, and one the others have only at size 1
+            # was broadcast to operand i's size (0 included): its gradient is repeated along it
+            sizes = tuple(sorted({(s, n) for s, n in zip(ins[i], shape)
+                                  if s not in have or n != 1 and s not in wide}))
             grads.append(F.einsum_spec((g,) + xs[:i] + xs[i + 1:], gin, ins[i], sizes))
         return tuple(grads)
 

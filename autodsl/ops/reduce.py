@@ -293,7 +293,7 @@ class ExtremeDim(Op):
     rule = "grad sent to the index of each extreme (the first one on ties)"
 
     def backward(self, g):
-        kshape = tuple(builtins.max(k.shape[i] for k in self.key) for i in range(len(self.key)))
+        kshape = tuple(backend.broadcast_shapes(*(k.shape for k in self.key)))   # (a 0 with a 1 is 0)
         shape = self.in_shape or (1,)
         grad = apply(IndexAdd, g.reshape(kshape), key=self.key, shape=shape, basic=False)
         return (grad.reshape(self.in_shape),)
