@@ -68,3 +68,26 @@ def test_eye_refuses_a_size_that_is_not_a_whole_number_of_at_least_0(args):
     with pytest.raises(ad.ShapeError, match="non-negative integer"):
         ad.eye(*args)
     assert ad.eye(0).shape == (0, 0) and ad.eye(2, 0).shape == (2, 0) and ad.eye(2.0).shape == (2, 2)
+
+
+@pytest.fixture
+def dask_device():
+    pytest.importorskip("dask", reason="the dask device needs dask: pip install 'autodsl[dask]'")
+    return "dask"
+
+
+@pytest.mark.parametrize("shape, dim", [((0, 4), 1), ((3, 0), 0), ((2, 0, 5), 2)])
+def test_prod_of_an_empty_tensor_on_dask_sends_an_empty_gradient(dask_device, shape, dim):
+    x = ad.tensor(np.zeros(shape), requires_grad=True, device=dask_device)
+    x.prod(dim).sum().backward()
+    assert x.grad.shape == shape
+
+
+@pytest.mark.parametrize("device", ["cpu", "dask"])
+@pytest.mark.parametrize("key", [np.s_[2:1], np.s_[:, 4:], np.s_[..., 3:1]])
+def test_an_empty_slice_sends_zeros_back(device, key):
+    if device == "dask":
+        pytest.importorskip("dask", reason="the dask device needs dask: pip install 'autodsl[dask]'")
+    x = ad.tensor(np.ones((3, 4)), requires_grad=True, device=device)
+    x[key].sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros((3, 4)))

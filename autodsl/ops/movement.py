@@ -304,6 +304,8 @@ class IndexAdd(Op):
         self.key = key
         xp = namespace_of(g)
         z = xp.zeros(shape, dtype=g.dtype)
+        if g.size == 0:         # an empty slice's gradient: nothing to place (dask refuses the write)
+            return z
         if basic:
             backend.setitem(z, key, g)
         else:

@@ -6,6 +6,7 @@ keeps reduced dimensions with size 1, as in PyTorch.
 from __future__ import annotations
 
 import builtins
+import math
 
 import autodsl.backend as backend
 from autodsl.backend import kind_of, namespace_of
@@ -152,7 +153,8 @@ class Prod(_Reduction):
         rest = [i for i in range(a.ndim) if i not in self.axes]
         perm = tuple(rest + list(self.axes))
         moved = xp.permute_dims(a, perm)
-        flat = xp.reshape(moved, moved.shape[:len(rest)] + (-1,))
+        # (the reduced dims' size spelled out: dask's reshape divides by the other dims' for a -1)
+        flat = xp.reshape(moved, moved.shape[:len(rest)] + (math.prod(moved.shape[len(rest):]),))
         inverse = tuple(perm.index(i) for i in range(a.ndim))
         if is_grad_enabled():
             # create_graph: torch's prod_safe_zeros_backward through recorded ops, so that the
