@@ -50,7 +50,7 @@ __all__ = [
     "is_floating", "namespace_of", "dtype_of", "device_of", "asarray", "may_share_memory",
     "scatter_add", "native_dtype", "kind_of", "copy", "ufunc_inplace", "unshared", "where", "where_nonzero", "zero_of", "writeable", "contiguous", "getitem",
     "setitem", "random_uniform", "random_normal", "fp_errors_off", "fp_errors_restore", "broadcast_shapes",
-    "use_namespace", "namespace_name", "SCALAR_TYPES", "inplace_ufunc", "reduce_sum", "reduce_max", "reduce_mean", "min_max", "swap_last", "HOST_BOOL", "HOST_INT", "HOST_FLOAT",
+    "use_namespace", "namespace_name", "SCALAR_TYPES", "inplace_ufunc", "reduce_sum", "reduce_max", "reduce_mean", "min_max", "value_fits", "swap_last", "HOST_BOOL", "HOST_INT", "HOST_FLOAT",
     "is_host_array", "scalar_array", "NAMESPACES", "DEVICES", "is_lazy", "broadcast_to", "grad_copy",
 ]
 
@@ -517,9 +517,14 @@ def asarray(data, dtype: DType | None, device: str, copy: bool | None = None, ch
         elif copy:                          # the caller may write into its array later
             data = data.copy()
         return dask_device.from_host(data, chunks)
-    if copy is None:
-        return mod.asarray(data, dtype=nd)
-    return mod.asarray(data, dtype=nd, copy=copy)
+    if nd is None or device == "cuda" or mod is np and nd == np.float64:   # (CuPy never warns; float64 holds every Python float)
+        return mod.asarray(data, dtype=nd) if copy is None else mod.asarray(data, dtype=nd, copy=copy)
+    # a cast: IEEE results (1e300 in float32 is inf), as torch gives, without NumPy's warning
+    token = fp_errors_off()
+    try:
+        return mod.asarray(data, dtype=nd) if copy is None else mod.asarray(data, dtype=nd, copy=copy)
+    finally:
+        fp_errors_restore(token)
 
 
 def special(name: str, arr, *before):
@@ -607,6 +612,20 @@ def reduce_max(a, axis, keepdims: bool):
     if type(a) is np.ndarray:
         return _max_reduce(a, axis=axis, keepdims=keepdims)
     return namespace_of(a).max(a, axis=axis, keepdims=keepdims)
+
+
+def value_fits(value, dtype, xp=np) -> bool:
+    """Whether arrays of ``dtype`` (of namespace ``xp``) hold the number ``value``: an integer dtype
+    no nan, inf or number outside its range; a float dtype no finite number beyond its largest
+    (nan and inf it holds); bool anything (torch: "value cannot be converted to type ... without
+    overflow")."""
+    k = kind_of(dtype)
+    if k in ("i", "u"):
+        info = xp.iinfo(dtype)
+        return value == value and abs(value) != float("inf") and info.min <= value <= info.max
+    if k == "f":
+        return value != value or abs(value) == float("inf") or abs(value) <= float(xp.finfo(dtype).max)
+    return True
 
 
 def min_max(a) -> tuple:

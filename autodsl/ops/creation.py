@@ -42,7 +42,11 @@ def _make(fn: str, device: str, dt, *args, chunks=None):
     xp = backend.xp(device)
     if fn in ("ones", "full") and math.prod(shape) > chunked.LARGE:     # long: in pieces
         return chunked.filled(xp, shape, 1 if fn == "ones" else args[1], backend.native_dtype(dt, xp))
-    return getattr(xp, fn)(*args, dtype=backend.native_dtype(dt, xp))
+    token = backend.fp_errors_off()     # IEEE results (linspace(0, inf, 5)), no NumPy warning
+    try:
+        return getattr(xp, fn)(*args, dtype=backend.native_dtype(dt, xp))
+    finally:
+        backend.fp_errors_restore(token)
 
 
 def _shape_made(fn: str, args) -> tuple:
@@ -161,6 +165,9 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False, chunks=
         dt = backend.int64
     else:
         dt = _dtype(dtype)
+    if not isinstance(fill_value, bool) and not backend.value_fits(fill_value, dt.np):
+        raise ValueError_(f"full(): {fill_value!r} does not fit in {dt.name}; give a value inside its range, "
+                          "or a wider dtype")
     return _finish(_make("full", device, dt, _size(size), fill_value, chunks=chunks), device, requires_grad)
 
 
@@ -263,6 +270,9 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
                         for n, v in (("start", start), ("end", end), ("step", step)))
     if step == 0:
         raise ValueError_("arange: step must not be 0")
+    if not all(math.isfinite(v) for v in (start, end, step)):       # torch: "unsupported range"
+        raise ValueError_(f"arange: start, end and step must be finite numbers, not {shown(start)}, "
+                          f"{shown(end)} and {shown(step)}")
     if dtype is None:
         ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end, step))
         dt = backend.int64 if ints else backend.get_default_dtype()

@@ -64,7 +64,13 @@ def _cofactor_arrays(a):
         return xp.zeros(a.shape, dtype=a.dtype)
     if backend.is_lazy(a):
         return backend.per_matrix(_cofactor_arrays, (a,), 2)
-    u, s, vh = xp.linalg.svd(a, full_matrices=False)
+    try:
+        u, s, vh = xp.linalg.svd(a, full_matrices=False)
+    except ValueError:      # NumPy's LinAlgError ("SVD did not converge": a nan or inf in a matrix)
+        # those matrices' cofactors are nan (torch's gradient there is nan too); the others' as usual
+        bad = ~xp.all(xp.isfinite(a), axis=(-2, -1))[..., None, None]
+        safe = xp.where(bad, xp.eye(n, dtype=a.dtype), a)
+        return xp.where(bad, xp.asarray(float("nan"), dtype=a.dtype), _cofactor_arrays(safe))
     eye = xp.eye(n, dtype=xp.bool)
     others = xp.prod(xp.where(eye, xp.ones((), dtype=a.dtype), s[..., None, :]), axis=-1)
     sign = xp.linalg.det(u) * xp.linalg.det(vh)
@@ -206,7 +212,19 @@ def _det_tensors(t):
     return apply(Det, t)
 
 
-_det = _matrices(lambda a: namespace_of(a).linalg.det(a), 0)
+def _det_nan(a):
+    """The determinants; nan for a matrix holding a nan, as torch's (LAPACK's LU can pivot
+    around it and give a number)."""
+    xp = namespace_of(a)
+    d = xp.linalg.det(a)
+    if a.size and backend.on_host(a):
+        nan = xp.any(xp.isnan(a), axis=(-2, -1))
+        if xp.any(nan):
+            d = xp.where(nan, xp.asarray(float("nan"), dtype=d.dtype), d)
+    return d
+
+
+_det = _matrices(_det_nan, 0)
 _inv = _matrices(lambda a: namespace_of(a).linalg.inv(a), 2)
 _solve = _matrices(lambda a, b: namespace_of(a).linalg.solve(a, b), 2)
 

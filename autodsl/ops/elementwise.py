@@ -753,6 +753,10 @@ def clamp(input, min=None, max=None):
     for v, nm in ((min, "min"), (max, "max")):
         if v is not None and not isinstance(v, (int, float)):
             raise TypeError_(f"clamp: {nm} must be a number or a tensor, not {kind(v)}")
+    if any(isinstance(v, float) for v in (min, max)):
+        t = as_tensor(input)
+        if not t.dtype.is_floating:     # torch: a float bound makes the result floating (1.5, inf, nan)
+            input = t.to(dtype=backend.get_default_dtype())
     return apply(Clamp, input, min=min, max=max)
 
 

@@ -365,17 +365,7 @@ def _check_fill_value(value, x, what):
     """Refuse a number that x's dtype cannot hold: nan, inf or a number out of range for an
     integer dtype, a finite number beyond a float dtype's largest (torch: "value cannot be
     converted to type ... without overflow")."""
-    dt = x._data.dtype
-    k = kind_of(dt)
-    xp = namespace_of(x._data)
-    if k in ("i", "u"):
-        info = xp.iinfo(dt)
-        ok = (value == value and abs(value) != float("inf") and info.min <= value <= info.max)
-    elif k == "f":
-        ok = value != value or abs(value) == float("inf") or abs(value) <= float(xp.finfo(dt).max)
-    else:
-        ok = True
-    if not ok:
+    if not backend.value_fits(value, x._data.dtype, namespace_of(x._data)):
         raise ValueError_(f"{what}: {value!r} does not fit in {x.dtype.name}; give a value inside its "
                           "range, or make the tensor of a wider dtype")
 

@@ -212,7 +212,11 @@ def _write(target: Tensor, out: Tensor, what: str) -> None:
     record_values(target)
     src = out._data
     if src.dtype != target._data.dtype:      # e.g. int64 into float64: the standard casts explicitly
-        src = namespace_of(src).astype(src, target._data.dtype)
+        token = backend.fp_errors_off()     # (1e300 into float32 is inf, as torch writes it)
+        try:
+            src = namespace_of(src).astype(src, target._data.dtype)
+        finally:
+            backend.fp_errors_restore(token)
     if current().capture is not None:
         current().capture.write(target, src)
     try:

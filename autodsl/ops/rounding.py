@@ -91,10 +91,10 @@ class Round(_Rounding):
         if decimals == 0:
             return xp.round(a)
         # torch: nearbyint(a * 10^d) / 10^d, and nearbyint(a / 10^-d) * 10^-d for d < 0
+        # (10.0 ** 400 raises OverflowError: past float's range the factor is inf, as torch's)
+        f = 10.0 ** abs(decimals) if abs(decimals) <= 308 else float("inf")
         if decimals > 0:
-            f = 10.0 ** decimals
             return xp.round(a * f) / f
-        f = 10.0 ** -decimals
         return xp.round(a / f) * f
 
 

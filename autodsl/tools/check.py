@@ -31,6 +31,7 @@ import numpy as np
 import autodsl.backend as backend
 from autodsl.core.grad_mode import enable_grad
 from autodsl.core.trace import tracing
+from autodsl.core.quiet import ieee
 from autodsl.core.watch import quiet
 from autodsl.names import caller_namespace
 from autodsl.ops.creation import zeros_like
@@ -157,15 +158,16 @@ class _Nudge:
         arr = self.arr
         old = backend.copy(arr[idx])
         x = float(old)
-        try:
-            arr[idx] = x + eps
-            hi = float(arr[idx])
-            plus = evaluate()
-            arr[idx] = x - eps
-            lo = float(arr[idx])
-            minus = evaluate()
-        finally:
-            arr[idx] = old
+        with ieee():        # (x + eps past float32's range is stored as inf: no NumPy warning)
+            try:
+                arr[idx] = x + eps
+                hi = float(arr[idx])
+                plus = evaluate()
+                arr[idx] = x - eps
+                lo = float(arr[idx])
+                minus = evaluate()
+            finally:
+                arr[idx] = old
         if hi == lo:
             raise ValueError_(f"eps={eps:g} is too small to change a {arr.dtype} value of {x:g}; "
                               "use a larger eps")
@@ -627,8 +629,9 @@ def _jacobians(fn, args, wrt, eps, what, fname):
         nudge = _Nudge(t, f"input {i}", what)
         for j, idx in enumerate(np.ndindex(*t.shape)):
             plus, minus, step = nudge.central(idx, eps, values)
-            for oi in range(len(sizes)):
-                numeric[oi][wi][:, j] = (plus[oi] - minus[oi]) / step
+            with ieee():        # (inf - inf on both sides of a nudge: nan, no NumPy warning)
+                for oi in range(len(sizes)):
+                    numeric[oi][wi][:, j] = (plus[oi] - minus[oi]) / step
     return analytic, numeric, shapes
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 
+import autodsl.backend as backend
 from autodsl.backend import float64
 from autodsl.core.grad_mode import no_grad
 from autodsl.core.tensor import Tensor
@@ -74,8 +75,12 @@ def _params(params, what: str) -> list:
     return out
 
 
-def _scalar(value: float, like: Tensor) -> Tensor:
-    """A 0-d tensor holding ``value`` in ``like``'s dtype and on its device."""
+def _scalar(value: float, like: Tensor, what: str = "lr") -> Tensor:
+    """A 0-d tensor holding ``value`` in ``like``'s dtype and on its device. Raises ValueError_
+    for a value that dtype cannot hold (torch: "value cannot be converted ... without overflow")."""
+    if not backend.value_fits(value, like._data.dtype, backend.namespace_of(like._data)):
+        raise ValueError_(f"{what}={value!r} does not fit in {like.dtype.name}, the dtype of the parameters; "
+                          "give a smaller value, or make the parameters float64")
     return full((), value, dtype=like.dtype, device=like.device)
 
 
@@ -114,9 +119,10 @@ class Optimizer:
         value = _number(value, "lr", self._what)
         if value < 0:
             raise ValueError_(f"the learning rate lr={value!r} is negative; give lr >= 0")
+        news = [(t, _scalar(value, t)) for t in self._lrs.values()]     # (may refuse: nothing changed yet)
         self._lr = value
-        for t in self._lrs.values():
-            _assign(t, _scalar(value, t))
+        for t, new in news:
+            _assign(t, new)
 
     def _lr_for(self, p: Tensor) -> Tensor:
         return self._lrs[(p.dtype, p.device)]
