@@ -300,8 +300,8 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False, ch
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False, chunks=None):
-    """The n x m identity matrix (m = n by default). Raises ShapeError for a negative size,
-    TypeError_ for one that is not a whole number. Example: ``eye(3)``"""
+    """The n x m identity matrix (m = n by default). Raises ShapeError for a size that is
+    negative or not whole (2.5, inf), TypeError_ for one that is not a number. Example: ``eye(3)``"""
     device = backend.check_device(device)
     n, m = _size((n,))[0], None if m is None else _size((m,))[0]
     arr = _make("eye", device, _dtype(dtype), n, m, chunks=chunks)
