@@ -97,3 +97,29 @@ def test_det_of_a_matrix_holding_a_nan_is_nan_with_a_nan_gradient():
     assert np.isnan(d.numpy()[0]) and d.numpy()[1] == pytest.approx(5.0)
     assert np.isnan(A.grad.numpy()[0]).all()
     np.testing.assert_allclose(A.grad.numpy()[1], [[3.0, -1.0], [-1.0, 2.0]], rtol=1e-12)
+
+
+def test_an_integer_beyond_an_integer_tensors_dtype_is_refused_in_words():
+    with pytest.raises(ad.DSLError, match="does not fit in int32.*x.to\\(int64\\)"):
+        ad.tensor([5], dtype=ad.int32) + 2 ** 40
+    with pytest.raises(ad.DSLError, match="does not fit in int64.*x.to\\(float64\\)"):
+        ad.tensor([5], dtype=ad.int64) == 2 ** 70
+    assert (ad.tensor([5], dtype=ad.int32) + 7).tolist() == [12]
+    s = ad.Session(echo=False)
+    with pytest.raises(ad.DSLError, match="does not fit in int32"):
+        s.run("x = tensor([5], dtype=int32)\nx + 2^40")
+    assert s.run("x.tolist()") == [5]
+
+
+def test_inverse_and_solve_of_a_matrix_holding_a_nan_are_nan_as_torch():
+    a = np.stack([[[NAN, 1.0], [1.0, 1.0]], [[2.0, 1.0], [1.0, 3.0]]])
+    inv = ad.inverse(ad.tensor(a)).numpy()
+    assert np.isnan(inv[0]).all()
+    np.testing.assert_allclose(inv[1], np.linalg.inv(a[1]), rtol=1e-12)
+    sol = ad.solve(ad.tensor(a), ad.tensor(np.ones((2, 2, 1)))).numpy()
+    assert np.isnan(sol[0]).all()
+    np.testing.assert_allclose(sol[1], np.linalg.solve(a[1], np.ones((2, 1))), rtol=1e-12)
+    with pytest.raises(ad.DSLError, match="singular"):         # a singular one beside it still raises
+        ad.inverse(ad.tensor(np.stack([a[0], np.ones((2, 2))])))
+    torch = pytest.importorskip("torch")
+    assert np.isnan(torch.linalg.inv(torch.tensor(a)).numpy()[0]).all()

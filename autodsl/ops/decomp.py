@@ -3,7 +3,7 @@
 The arrays go through the Array API's linalg extension (NumPy, CuPy, array_api_strict all
 have it). A singular matrix makes inverse and solve raise, as PyTorch's CPU kernels do; NumPy's
 LU reports it (CuPy's does not: on "cuda" the result holds inf or nan instead, as checking
-would cost a host sync per call).
+would cost a host sync per call). A matrix holding a nan gives nan, as in PyTorch.
 """
 from __future__ import annotations
 
@@ -33,9 +33,19 @@ def _linalg(name, fn, *arrays):
     try:
         return fn(*arrays)
     except ValueError as e:          # NumPy's LinAlgError is a ValueError
-        if "ingular" in str(e):
+        if "ingular" not in str(e):
+            raise
+        a = arrays[0]
+        xp = namespace_of(a)
+        bad = xp.any(xp.isnan(a), axis=(-2, -1)) if backend.on_host(a) else None
+        if bad is None or not xp.any(bad):
             raise _singular(name) from None
-        raise
+    # torch: a matrix holding a nan gives nan (LAPACK's LU called it singular); the others
+    # as they are (a singular one among them still raises)
+    safe = xp.where(bad[..., None, None], xp.eye(a.shape[-1], dtype=a.dtype), a)
+    out = _linalg(name, fn, safe, *arrays[1:])
+    return xp.where(xp.reshape(bad, bad.shape + (1,) * (out.ndim - bad.ndim)),
+                    xp.asarray(float("nan"), dtype=out.dtype), out)
 
 
 def _lifted(shape):

@@ -11,6 +11,7 @@ from math import copysign
 import autodsl.backend as backend
 from autodsl.backend import kind_of, namespace_of
 from autodsl.core.tensor import Tensor, as_tensor, new_tensor
+from autodsl.errors import ValueError_
 
 __all__ = ["promoted", "fast_pair", "to_tensors", "result_dtype", "constant_value", "f64_constant"]
 
@@ -108,6 +109,10 @@ def _constant(value, like, device: str) -> Tensor:
             token = backend.fp_errors_off()
             try:
                 arr = namespace_of(like).asarray(value, dtype=like.dtype)
+            except OverflowError:       # an integer beyond the integer tensor's dtype (int32 + 2^40)
+                wider = "x.to(float64)" if like.dtype.itemsize >= 8 else "x.to(int64) or x.to(float64)"
+                raise ValueError_(f"the number {value} does not fit in {like.dtype}, the tensor's dtype; "
+                                  f"convert the tensor to a wider dtype first, e.g. {wider}") from None
             finally:
                 backend.fp_errors_restore(token)
         else:           # (CuPy never warns; dask casts when it computes, under its own state)
