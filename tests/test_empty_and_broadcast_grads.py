@@ -91,3 +91,32 @@ def test_an_empty_slice_sends_zeros_back(device, key):
     x = ad.tensor(np.ones((3, 4)), requires_grad=True, device=device)
     x[key].sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.zeros((3, 4)))
+
+
+@pytest.mark.parametrize("src, name", [("max([])", "max"), ("min([])", "min")])
+def test_the_language_names_max_and_min_of_nothing_as_written(src, name):
+    with pytest.raises(ad.DSLError) as info:
+        ad.Session(echo=False).run(src)
+    assert str(info.value).splitlines()[0].split(": ", 1)[1].startswith(f"{name} of an empty tensor")
+
+
+def test_anomaly_mode_names_an_empty_mean_and_a_var_without_enough_elements():
+    import warnings
+    with ad.detect_anomaly(), warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        ad.tensor([]).mean()
+        ad.tensor([1.0]).var()
+    texts = [str(w.message) for w in seen]
+    assert len(texts) == 2
+    assert "the mean of no elements is 0/0" in texts[0]
+    assert "too few elements for the correction" in texts[1]
+
+
+def test_why_of_an_empty_leaf_says_it_is_empty():
+    x = ad.tensor(np.zeros((0, 3)), requires_grad=True)
+    y = (x * 2).sum()
+    y.backward()
+    w = ad.why(x)
+    from autodsl.tools.why import REASONS
+    assert w.reason == "empty" and "empty" in REASONS
+    assert "no elements (shape (0, 3))" in str(w) and "zeroed" not in str(w)

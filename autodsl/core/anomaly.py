@@ -268,8 +268,13 @@ _FORWARD_HINTS = {
     "tan": "tan is infinite at odd multiples of pi/2",
     "mul": "inf * 0 is nan; a product can overflow to inf",
     "matmul": "the products or their sum overflowed",
-    "sum": "the sum overflowed", "mean": "the sum overflowed", "prod": "the product overflowed",
-    "norm": "the squares overflowed", "var": "the squares overflowed", "std": "the squares overflowed",
+    "sum": "the sum overflowed", "prod": "the product overflowed",
+    "mean": "the sum overflowed, or there was nothing to average (the mean of no elements is 0/0)",
+    "norm": "the squares overflowed",
+    "var": "the squares overflowed, or there were too few elements for the correction "
+           "(n - correction <= 0 divides by zero or less)",
+    "std": "the squares overflowed, or there were too few elements for the correction "
+           "(n - correction <= 0 divides by zero or less)",
 }
 _BACKWARD_HINTS = {
     "SqrtBackward": "the derivative of sqrt, 1/(2*sqrt(x)), is infinite at x = 0",

@@ -199,7 +199,8 @@ class _Extreme(_Reduction):
     def forward(self, a, dim=None, keepdim=False):
         axes = self._setup(a, dim, keepdim)
         if a.size == 0:
-            empty_reduction(self.op_name, a.shape, axes, dim)
+            # (max(x) and min(x) of the language are the ops max_all and min_all: named as written)
+            empty_reduction(self.op_name.removesuffix("_all"), a.shape, axes, dim)
         self.save_for_backward(self.inputs[0])
         if a.size == 0:
             return _empty(a, axes, keepdim)

@@ -28,6 +28,7 @@ The answer is one of these reasons (``Why.reason``), checked in this order:
   gradients cancelled, the node where they summed to 0.
 * ``"reset"``: the last backward sent x a gradient, but ``.grad`` was reset
   afterwards (or that backward stopped with an error).
+* ``"empty"``: x has no elements, so its gradient (of x's shape) has none either.
 
 Where the numbers come from: the last backward's per-node gradients are in its
 trace when one was recorded (always inside a Session, or with ``trace(true)``);
@@ -67,7 +68,7 @@ __all__ = ["why", "Why", "REASONS"]
 
 REASONS = ("non_leaf", "no_requires_grad", "ok", "nonfinite", "no_backward", "root_gone",
            "not_reached", "graph_freed", "grad_call", "not_in_inputs", "zero", "partly_zero",
-           "no_gradient", "reset", "step_paused", "step_aborted")
+           "no_gradient", "reset", "empty", "step_paused", "step_aborted")
 
 
 class Why(RichDisplay):
@@ -444,6 +445,10 @@ class _Explainer:
 
     # -- reached: follow the gradient ----------------------------------------------------------
     def reached(self, last, target, g) -> Why:
+        if g is not None and np.asarray(g).size == 0:     # (nothing of it can be 0 or otherwise)
+            return Why("empty", [
+                f"{self.grad_of} is an empty tensor: {self.me} has no elements (shape {tuple(self.x.shape)}), "
+                f"so its gradient has none either; {self.backward_text(last)} reached it."], pos=last.pos)
         steps, got, problem = self.gradients(last, target)
         state = "none" if g is None else ("0" if _is_zero(g) else "partly 0")
         if steps is None:
