@@ -123,3 +123,18 @@ def test_inverse_and_solve_of_a_matrix_holding_a_nan_are_nan_as_torch():
         ad.inverse(ad.tensor(np.stack([a[0], np.ones((2, 2))])))
     torch = pytest.importorskip("torch")
     assert np.isnan(torch.linalg.inv(torch.tensor(a)).numpy()[0]).all()
+
+
+def test_clamp_refuses_an_integer_bound_its_integer_tensor_cannot_hold():
+    x = ad.tensor([1, 2], dtype=ad.int64)
+    for kw in ({"max": 2 ** 70}, {"min": -(2 ** 70)}, {"min": 0, "max": 2 ** 63}):
+        with pytest.raises(ad.DSLError, match="does not fit in int64"):
+            ad.clamp(x, **kw)
+    assert ad.clamp(x, min=0, max=1).tolist() == [1, 1]
+    assert ad.clamp(ad.tensor([1.0, 5.0]), max=2 ** 70).tolist() == [1.0, 5.0]
+
+
+def test_check_at_an_infinite_input_says_so():
+    w = ad.tensor([INF, 1.0], requires_grad=True)
+    with pytest.raises(ad.DSLError, match="holds inf at \\(0,\\): no finite difference"):
+        ad.check(lambda t: (t * 2).sum(), [w])

@@ -757,6 +757,12 @@ def clamp(input, min=None, max=None):
         t = as_tensor(input)
         if not t.dtype.is_floating:     # torch: a float bound makes the result floating (1.5, inf, nan)
             input = t.to(dtype=backend.get_default_dtype())
+    else:
+        t = as_tensor(input)
+        for v, nm in ((min, "min"), (max, "max")):      # integer bounds of an integer tensor
+            if v is not None and not backend.value_fits(v, t._data.dtype, namespace_of(t._data)):
+                raise ValueError_(f"clamp: {nm}={v} does not fit in {t.dtype.name}, the tensor's dtype; "
+                                  "give a bound inside its range, or convert the tensor first (x.to(float64))")
     return apply(Clamp, input, min=min, max=max)
 
 

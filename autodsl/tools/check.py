@@ -169,6 +169,9 @@ class _Nudge:
             finally:
                 arr[idx] = old
         if hi == lo:
+            if not np.isfinite(x):
+                raise ValueError_(f"the input holds {x:g} at {idx}: no finite difference can be taken "
+                                  "there; check at finite values")
             raise ValueError_(f"eps={eps:g} is too small to change a {arr.dtype} value of {x:g}; "
                               "use a larger eps")
         return plus, minus, hi - lo
