@@ -19,6 +19,8 @@ The answer is one of these reasons (``Why.reason``), checked in this order:
   graph (``retain_graph=true``).
 * ``"grad_call"`` / ``"not_in_inputs"``: the last pass was ``grad()`` (which does
   not touch ``.grad``) or ``backward(inputs=...)`` without x.
+* ``"empty"``: the gradient reached x, which has no elements, so its gradient (of
+  x's shape) has none either.
 * ``"zero"``, ``"partly_zero"``, ``"no_gradient"``: the gradient reached x's
   part of the graph but was zeroed (or became none) on the way; ``Why.node``
   is the node that did it: the first one, walking from the root down towards
@@ -28,7 +30,6 @@ The answer is one of these reasons (``Why.reason``), checked in this order:
   gradients cancelled, the node where they summed to 0.
 * ``"reset"``: the last backward sent x a gradient, but ``.grad`` was reset
   afterwards (or that backward stopped with an error).
-* ``"empty"``: x has no elements, so its gradient (of x's shape) has none either.
 
 Where the numbers come from: the last backward's per-node gradients are in its
 trace when one was recorded (always inside a Session, or with ``trace(true)``);
