@@ -517,14 +517,14 @@ def asarray(data, dtype: DType | None, device: str, copy: bool | None = None, ch
         elif copy:                          # the caller may write into its array later
             data = data.copy()
         return dask_device.from_host(data, chunks)
-    if nd is None or device == "cuda" or mod is np and nd == np.float64:   # (CuPy never warns; float64 holds every Python float)
-        return mod.asarray(data, dtype=nd) if copy is None else mod.asarray(data, dtype=nd, copy=copy)
     # a cast: IEEE results (1e300 in float32 is inf), as torch gives, without NumPy's warning
-    token = fp_errors_off()
+    # (CuPy never warns; float64 holds every Python float)
+    token = None if nd is None or device == "cuda" or mod is np and nd == np.float64 else fp_errors_off()
     try:
         return mod.asarray(data, dtype=nd) if copy is None else mod.asarray(data, dtype=nd, copy=copy)
     finally:
-        fp_errors_restore(token)
+        if token is not None:
+            fp_errors_restore(token)
 
 
 def special(name: str, arr, *before):

@@ -35,6 +35,7 @@ import autodsl.backend as backend
 from autodsl.context import current
 from autodsl.core.tensor import Tensor
 from autodsl.core.node import saved_entries
+from autodsl.core.quiet import ieee
 
 __all__ = ["Capture", "CaptureError"]
 
@@ -167,13 +168,8 @@ class Capture:
         if fast is not None and recorded:
             # a replay skips forward: what it leaves on the node for the formula (a count, the
             # reduction; Op.specialize promises nothing there depends on the values) is left now
-            # (after the op's own call, which held NumPy's FP warnings off only while it ran)
-            token = None if current().ieee_depth else backend.fp_errors_off()
-            try:
+            with ieee():        # (the op's own call held NumPy's FP warnings off only while it ran)
                 cls.forward(rnode, *arrays, **(params or {}))
-            finally:
-                if token is not None:
-                    backend.fp_errors_restore(token)
         self.steps.append(("op", out, cls, rnode, ins, params or None, opaque,
                            node.pos if recorded else None, out_t.device, _expr(cls, tensors, params), fast))
 

@@ -19,6 +19,7 @@ from autodsl.source import SOURCE_POS, caller_pos
 from autodsl.core.tensor import Tensor, array_from_data
 from autodsl.core.journal import record_random
 from autodsl.core.limits import reserve_elements
+from autodsl.core.quiet import ieee
 from autodsl.core.words import kind, shown
 from autodsl.ops import chunked
 from autodsl.ops.graph_cut import warn_if_graph_cut
@@ -42,11 +43,8 @@ def _make(fn: str, device: str, dt, *args, chunks=None):
     xp = backend.xp(device)
     if fn in ("ones", "full") and math.prod(shape) > chunked.LARGE:     # long: in pieces
         return chunked.filled(xp, shape, 1 if fn == "ones" else args[1], backend.native_dtype(dt, xp))
-    token = backend.fp_errors_off()     # IEEE results (linspace(0, inf, 5)), no NumPy warning
-    try:
+    with ieee():        # IEEE results (linspace(0, inf, 5)), no NumPy warning
         return getattr(xp, fn)(*args, dtype=backend.native_dtype(dt, xp))
-    finally:
-        backend.fp_errors_restore(token)
 
 
 def _shape_made(fn: str, args) -> tuple:

@@ -42,8 +42,19 @@ def _linalg(name, fn, *arrays):
             raise _singular(name) from None
     # torch: a matrix holding a nan gives nan (LAPACK's LU called it singular); the others
     # as they are (a singular one among them still raises)
-    safe = xp.where(bad[..., None, None], xp.eye(a.shape[-1], dtype=a.dtype), a)
-    out = _linalg(name, fn, safe, *arrays[1:])
+    return _nan_where(bad, _linalg(name, fn, _identity_where(bad, a), *arrays[1:]))
+
+
+def _identity_where(bad, a):
+    """``a`` with the matrices where ``bad`` (a's batch shape) replaced by the identity."""
+    xp = namespace_of(a)
+    return xp.where(bad[..., None, None], xp.eye(a.shape[-1], dtype=a.dtype), a)
+
+
+def _nan_where(bad, out):
+    """``out`` (one result per matrix of a's batch, batch dims first) with nan for the matrices
+    where ``bad``."""
+    xp = namespace_of(out)
     return xp.where(xp.reshape(bad, bad.shape + (1,) * (out.ndim - bad.ndim)),
                     xp.asarray(float("nan"), dtype=out.dtype), out)
 
@@ -78,9 +89,8 @@ def _cofactor_arrays(a):
         u, s, vh = xp.linalg.svd(a, full_matrices=False)
     except ValueError:      # NumPy's LinAlgError ("SVD did not converge": a nan or inf in a matrix)
         # those matrices' cofactors are nan (torch's gradient there is nan too); the others' as usual
-        bad = ~xp.all(xp.isfinite(a), axis=(-2, -1))[..., None, None]
-        safe = xp.where(bad, xp.eye(n, dtype=a.dtype), a)
-        return xp.where(bad, xp.asarray(float("nan"), dtype=a.dtype), _cofactor_arrays(safe))
+        bad = ~xp.all(xp.isfinite(a), axis=(-2, -1))
+        return _nan_where(bad, _cofactor_arrays(_identity_where(bad, a)))
     eye = xp.eye(n, dtype=xp.bool)
     others = xp.prod(xp.where(eye, xp.ones((), dtype=a.dtype), s[..., None, :]), axis=-1)
     sign = xp.linalg.det(u) * xp.linalg.det(vh)
@@ -228,9 +238,9 @@ def _det_nan(a):
     xp = namespace_of(a)
     d = xp.linalg.det(a)
     if a.size and backend.on_host(a):
-        nan = xp.any(xp.isnan(a), axis=(-2, -1))
-        if xp.any(nan):
-            d = xp.where(nan, xp.asarray(float("nan"), dtype=d.dtype), d)
+        bad = xp.any(xp.isnan(a), axis=(-2, -1))
+        if xp.any(bad):
+            d = _nan_where(bad, d)
     return d
 
 

@@ -14,6 +14,7 @@ from autodsl.backend import namespace_of
 from autodsl.context import current
 from autodsl.core import grad_mode
 from autodsl.core.journal import record_attrs, record_values
+from autodsl.core.quiet import ieee
 from autodsl.core.tensor import Tensor
 from autodsl.core.watch import note_write
 from autodsl.errors import AutogradError, DTypeError, ShapeError
@@ -212,11 +213,8 @@ def _write(target: Tensor, out: Tensor, what: str) -> None:
     record_values(target)
     src = out._data
     if src.dtype != target._data.dtype:      # e.g. int64 into float64: the standard casts explicitly
-        token = backend.fp_errors_off()     # (1e300 into float32 is inf, as torch writes it)
-        try:
+        with ieee():        # (1e300 into float32 is inf, as torch writes it)
             src = namespace_of(src).astype(src, target._data.dtype)
-        finally:
-            backend.fp_errors_restore(token)
     if current().capture is not None:
         current().capture.write(target, src)
     try:

@@ -299,11 +299,7 @@ def _lead_sum(t, shape: tuple):
     lead = d.ndim - len(shape)
     if lead <= 0 or d.shape[lead:] != shape:
         return t
-    return new_tensor(backend.reduce_sum(d, _LEAD_AXES[lead] if lead < 4 else tuple(range(lead)), False),
-                      t.device)
-
-
-_LEAD_AXES = ((), (0,), (0, 1), (0, 1, 2))
+    return new_tensor(backend.reduce_sum(d, tuple(range(lead)), False), t.device)
 
 
 # (gf an object: compiled, a C double would make a new float at each use, and `a is gf` false)
