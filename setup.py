@@ -37,6 +37,7 @@ COMPILED = [
     "autodsl/context.py",
     "autodsl/core/engine.py",
     "autodsl/core/grad_mode.py",
+    "autodsl/core/grad_sums.py",
     "autodsl/core/node.py",
     "autodsl/core/step_log.py",
     "autodsl/core/tensor.py",

@@ -138,6 +138,23 @@ def w4(ctx):
         ctx.rows.append(report.Row("W4", f"MLP {dtype.__name__}", f"s/{steps} steps", med,
                                    "numpy floor", ctx.target["W4"], extra={"numpy floor": floor},
                                    missing=missing, ratios=r.ratios("numpy"), rounds=len(r)))
+        _w4_alone(ctx, dtype.__name__, steps)
+
+
+def _w4_alone(ctx, name, steps):
+    """W4's floor and autodsl each in a process of its own (benchmarks/mlp_alone.py):
+    informational rows, no target (the heap a user's own script runs in)."""
+    from . import mlp_alone
+    log(f"  W4 {name}, one process per library")
+    r, faults = mlp_alone.rounds(name, steps, ctx.rounds("mlp"))
+    med = r.medians()
+    ctx.rows.append(report.Row("W4", f"MLP {name}, one process per library", f"s/{steps} steps",
+                               {"autodsl": med["autodsl"]}, "numpy floor", None,
+                               extra={"numpy floor": med["numpy"]},
+                               ratios={"autodsl": r.ratio("autodsl", "numpy")}, rounds=len(r)))
+    ctx.rows.append(report.Row("W4", f"MLP {name}, one process per library", "page faults/step",
+                               {"autodsl": faults["autodsl"]}, "numpy floor", None,
+                               extra={"numpy floor": faults["numpy"]}))
 
 
 def w5(ctx):

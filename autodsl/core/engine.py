@@ -22,6 +22,7 @@ from autodsl.core.tensor_fields import TensorFields
 from autodsl.source import SOURCE_POS, backward_pos
 from autodsl.core.watch import note_backward
 from autodsl.core.quiet import pass_state
+from autodsl.core.grad_sums import add as _add, send_sum as _send_sum, stage as _stage
 
 __all__ = ["GraphTask"]
 
@@ -107,7 +108,12 @@ class GraphTask:
 
     # Note [observers]: the trace's recorder and anomaly mode watch the pass through
     # core/observer.py's PassObserver; the stepper pauses it at the one ``yield`` below.
-    @cython.locals(node=Node, nxt=Node, og=TensorFields)
+    #
+    # Note [the one ready node]: a node that becomes ready while no other is (a chain, most
+    # nodes of a graph) runs next without going through the heap, as it would come out of it
+    # first anyway; a second one ready beside it sends both to the heap, in the order they came
+    # (their ticks), so the order of the pass is the heap's.
+    @cython.locals(node=Node, nxt=Node, ready=Node, og=TensorFields, prev=TensorFields)
     def _run(self, stepping):
         roots = tuple(dict.fromkeys(node for node, _ in self.seeds))
         deps = dependency_counts(roots)
@@ -126,11 +132,19 @@ class GraphTask:
             if deps.get(node, 0) == 0:
                 heapq.heappush(heap, (-node.seq_nr, next(tick), node))
         self._captured, self._staged, self._ran = {}, {}, []
-        while heap:
-            node = heapq.heappop(heap)[2]
+        # Note [float sums] (core/grad_sums.py): {node: the float sum sent to it}, or None
+        sums = None if stepping or obs or create_graph or ctx.capture is not None else {}
+        ready = None        # Note [the one ready node]
+        while heap or ready is not None:
+            if ready is not None:
+                node, ready = ready, None
+            else:
+                node = heapq.heappop(heap)[2]
             if limits is not None:
                 limits.check_time()     # (before anything of the node runs: nothing is committed)
             g = buffers.pop(node, None)
+            if sums and node in sums:
+                g = g._from_f64(sums.pop(node))
             if stepping:        # pause before anything of the node runs, its hooks included
                 yield node, g, heap, deps, buffers
             outs = None if g is None else self._evaluate(node, g)
@@ -141,11 +155,22 @@ class GraphTask:
                     og = outs[i]
                     if og is not None:
                         prev = buffers.get(nxt)
-                        buffers[nxt] = og if prev is None else _add(prev, og, create_graph)
+                        if prev is None:
+                            buffers[nxt] = og
+                        elif sums is not None:
+                            _send_sum(buffers, sums, nxt, prev, og)
+                        else:
+                            buffers[nxt] = _add(prev, og, create_graph)
                 d = deps[nxt] - 1
                 deps[nxt] = d
                 if d == 0:
-                    heapq.heappush(heap, (-nxt.seq_nr, next(tick), nxt))
+                    if ready is None and not heap:
+                        ready = nxt
+                    else:
+                        if ready is not None:
+                            heapq.heappush(heap, (-ready.seq_nr, next(tick), ready))
+                            ready = None
+                        heapq.heappush(heap, (-nxt.seq_nr, next(tick), nxt))
         g = outs = og = prev = None     # the loop's last gradients: Note [stealing a gradient]
         return self._commit()
 
@@ -209,18 +234,3 @@ class GraphTask:
         for o in self._observers:
             o.finish(staged)
         return self._captured
-
-@cython.locals(a=TensorFields, b=TensorFields)
-def _add(a, b, create_graph):
-    if create_graph:
-        return a + b
-    out = a._plus(b)
-    cap = current().capture
-    if cap is not None:         # compile() is recording (core/capture.py)
-        cap.add(a._data, b._data, out._data)
-    return out
-
-
-def _stage(staged, t, g, create_graph):
-    prev = staged.get(id(t))
-    staged[id(t)] = (t, g if prev is None else _add(prev[1], g, create_graph))
