@@ -20,8 +20,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     matching entry in ``grad_outputs`` (a tensor of its shape). ``inputs``: a
     tensor or a list; the result has one entry per input, of that input's
     shape. ``retain_graph`` defaults to ``create_graph``. ``create_graph=true``
-    makes the results differentiable (higher-order derivatives). ``.grad``
-    fields are not changed.
+    makes the results differentiable (higher-order derivatives). Leaves'
+    ``.grad`` fields are not changed; a non-leaf that called ``retain_grad()``
+    gets its gradient in ``.grad``, as in PyTorch.
 
     Raises AutogradError when an input does not require grad, or is not used
     by the outputs (unless ``allow_unused=true``, which gives none for it); TypeError_ when

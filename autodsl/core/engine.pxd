@@ -4,5 +4,5 @@ from autodsl.core.node cimport Node
 from autodsl.core.tensor_fields cimport TensorFields
 
 cdef class GraphTask:
-    cdef public object seeds, retain_graph, create_graph, targets, accumulate, recorder
+    cdef public object seeds, retain_graph, create_graph, targets, accumulate, retained, recorder
     cdef public object _needed_nodes, _observers, _captured, _staged, _ran

@@ -49,8 +49,10 @@ class GraphTask:
     ``.grad`` (backward) or only capture (grad()).
     """
 
-    def __init__(self, seeds, retain_graph: bool, create_graph: bool, targets=None, accumulate=True):
+    def __init__(self, seeds, retain_graph: bool, create_graph: bool, targets=None, accumulate=True,
+                 retained=True):
         self.seeds = seeds
+        self.retained = retained        # fill the .grad of tensors that called retain_grad()
         self.retain_graph = retain_graph
         self.create_graph = create_graph
         self.targets = targets
@@ -79,6 +81,8 @@ class GraphTask:
         for node in reversed(topo):
             if any(n in needed or n in targets for n in node.next_edges if n is not None):
                 needed.add(node)
+        if self.accumulate:     # backward(inputs=): a non-leaf input's own node runs too, as in torch
+            needed.update(n for n in targets if type(n) is not AccumulateGrad)
         return needed
 
     def run(self):
@@ -178,28 +182,35 @@ class GraphTask:
     def _evaluate(self, node, g):
         """Run one node on its summed gradient: its hooks, the capture or accumulation of a
         target or leaf, its formula and the validation of what it sends (PyTorch's
-        evaluate_function). Returns one gradient per edge, or None for a leaf's sink."""
-        obs = self._observers
+        evaluate_function, whose order this keeps: Note [what runs when]). Returns one
+        gradient per edge, or None where nothing is sent on."""
+        obs, targets, needed = self._observers, self.targets, self._needed_nodes
+        is_acc = type(node) is AccumulateGrad
+        target = targets is not None and node in targets
+        runs = not is_acc and (needed is None or node in needed)
+        if not (runs or target or needed is None):
+            return None
+        if target and runs and not self.accumulate:
+            self._captured[node] = g
         if node._pre_hooks:      # register_hook: may replace g (Note [tensor hooks])
             if current().capture is not None:
                 current().capture.fail("a hook registered with register_hook runs in its backward")
             g = node.run_pre_hooks(g, obs)
-        targets = self.targets
-        is_acc = type(node) is AccumulateGrad
-        if targets is not None and node in targets:
+        if node._retained and self.retained:
+            own = targets[node] if target and self.accumulate else None
+            for t in node._retained:
+                if t is not own:
+                    _stage(self._staged, t, g, self.create_graph)
+        if target:
             if self.accumulate:
                 self._accumulate(node, targets[node], g)
-            else:
+            elif not runs:
                 self._captured[node] = g
         elif is_acc and targets is None and node.variable._requires_grad:
             # (a leaf set to requires_grad=false after use gets nothing, as in PyTorch)
             self._accumulate(node, node.variable, g)
-        needed = self._needed_nodes
-        if is_acc or (needed is not None and node not in needed):
+        if not runs:
             return None
-        if node._retained and self.accumulate and (targets is None or node not in targets):
-            for t in node._retained:
-                _stage(self._staged, t, g, self.create_graph)
         if self.create_graph:        # the nodes the formula records are "the backward of" this one
             tok = SOURCE_POS.set(backward_pos(node.pos, node.name))
             try:

@@ -294,7 +294,9 @@ class TensorBase(TensorFields):
                     and backend.unshared(g._data, _STEAL_REFS[1])):
                 return Tensor(g._data, _device=g.device), None
             return Tensor(backend.grad_copy(g._data, self._data), _device=g.device), None
-        if not backend.writeable(old._data):
+        if self.grad_fn is not None or not backend.writeable(old._data):
+            # (a retained non-leaf's .grad is a new tensor each time, as torch's retain_grad hook
+            # makes it: grad + new; a leaf's is added into in place)
             return Tensor(old._data + g._data, _device=g.device), None
         return old, old._data + g._data
 
@@ -378,7 +380,8 @@ class TensorBase(TensorFields):
         shape (the vector of the vector-Jacobian product). ``retain_graph``
         (default: ``create_graph``) keeps saved tensors for another backward.
         ``create_graph`` makes the gradients themselves differentiable.
-        ``inputs``: accumulate only into these leaves.
+        ``inputs``: accumulate only into these tensors (a non-leaf one keeps its
+        ``.grad`` from then on, as after ``retain_grad()``: PyTorch's rule).
 
         Raises AutogradError (non-scalar without gradient, freed graph, a saved
         tensor modified in place, self does not require grad) and ShapeError
@@ -578,6 +581,8 @@ def run_backward(tensors, grad_tensors=None, retain_graph=None, create_graph=Fal
             if not isinstance(t, Tensor) or not t.requires_grad:
                 raise AutogradError("backward(inputs=...): every input must be a tensor that requires grad")
             targets[t._gradient_edge()] = t
+        for t in inputs:
+            t.retain_grad()         # a non-leaf input keeps its .grad from now on, as in torch
     GraphTask(seeds, retain_graph, create_graph, targets=targets, accumulate=True).run()
 
 

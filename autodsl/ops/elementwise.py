@@ -23,6 +23,7 @@ from autodsl.ops.rounding import rounded_div
 
 _f64_array = backend.f64_scalar_array
 _ndarray = backend.HOST_ARRAY      # (the 0-d lane's bare constants are host arrays)
+_NP_BOOL = backend.HOST_BOOL_DTYPE
 _f64_sin, _f64_cos = floats.sin, floats.cos
 
 # The ops every network and chain uses state their derivative once, as a ``formula`` that runs
@@ -64,13 +65,7 @@ class Sub(Op):
     expr = "{0} - {1}"
     promote = True
     def forward(self, a, b):
-        try:
-            return a - b
-        except TypeError:               # NumPy's advice, `^`, is power in this language
-            if kind_of(a.dtype) == "b" and kind_of(b.dtype) == "b":
-                raise DTypeError("cannot subtract two bool tensors; use logical_xor(a, b) for 'one but "
-                                 "not both', or convert them first with .to(int64)") from None
-            raise
+        return a - b        # (bool operands are refused by sub(), as torch refuses them)
 
     def forward_f64(self, x, y):        # Note [0-d fast path] (ops/registry.py)
         return _f64_array(x - y)
@@ -173,11 +168,8 @@ class Pow(Op):
         if self._record and not self.needs_input_grad[1]:
             self.save_output = False       # x^c: the output is needed only for the exponent's gradient
         host = backend.on_host(b)
-        if kind_of(a.dtype) in "iub" and kind_of(b.dtype) in "iub":
-            if not host:        # no host sync: tested when the values are read (core/deferred.py)
-                deferred.check(_xp(b).any(b < 0), _negative_int_power)
-            elif _xp(b).any(b < 0):
-                _negative_int_power()
+        if kind_of(a.dtype) in "iub" and kind_of(b.dtype) in "iub" and (not host or _xp(b).any(b < 0)):
+            return _int_power(_xp(a), a, b)
         if b.ndim == 0 and kind_of(a.dtype) == "f":
             # (off the host only a number's exponent is known without reading it: x ^ 2, not x ^ y)
             special = _POWERS.get(float(b) if host else constant_value(b))
@@ -215,6 +207,17 @@ class Pow(Op):
             # result * log(x)): 0 at the limit, NaN for x < 0, and grad multiplies outside the where
             gb = g * where((x == 0) & (y >= 0), 0.0, out * log(x))
         return ga, gb
+
+
+def _int_power(xp, a, b):
+    """torch's integer ``a ** b`` where an exponent may be negative (a tensor's: a negative
+    number exponent is refused by ``pow``): 1 for a base of 1, 1 or -1 for -1 (by the
+    exponent's parity), 0 for any other base, as integer division would give."""
+    neg = b < 0
+    out = a ** xp.where(neg, xp.zeros((), dtype=b.dtype), b)
+    odd = (b % 2) != 0
+    at_neg = xp.where(a == 1, 1, xp.where(a == -1, xp.where(odd, -1, 1), 0))
+    return xp.where(neg, xp.astype(at_neg, out.dtype), out)
 
 
 def _negative_int_power():
@@ -644,8 +647,24 @@ def add(input, other):
 
 
 def sub(input, other):
-    """input - other (broadcasting). Example: ``sub(x, y)``"""
+    """input - other (broadcasting). Raises DTypeError when either is a bool tensor or true/false,
+    as torch does (to flip a mask, logical_not). Example: ``sub(x, y)``"""
+    a, b = _is_bool(input), _is_bool(other)
+    if a and b:
+        raise DTypeError("cannot subtract two bool tensors; use logical_xor(a, b) for 'one but "
+                         "not both', or convert them first with .to(int64)")
+    if a or b:
+        raise DTypeError("cannot subtract with a bool tensor or true/false; to flip a mask use "
+                         "logical_not(x), or convert the bool tensor first (.to(dtype=int64))")
     return apply2(Sub, input, other)
+
+
+def _is_bool(v) -> bool:
+    """``v`` is true/false or a bool tensor (the operands torch refuses to subtract)."""
+    if isinstance(v, Tensor):
+        d = v._data.dtype
+        return d is _NP_BOOL if type(v._data) is _ndarray else kind_of(d) == "b"
+    return isinstance(v, backend.HOST_BOOL)
 
 
 def mul(input, other):
@@ -675,8 +694,15 @@ def pow(input, exponent):
     """input ^ exponent elementwise; gradients as PyTorch: 0 for x^0 (even at x=0),
     n·x^(n-1) at negative x for integer n, +inf for x^0.5 at 0.
 
+    An integer tensor to a negative number power raises ValueError_, as torch; to a tensor
+    exponent with negative entries it gives torch's integers (1 for a base of 1, ±1 for -1,
+    else 0).
+
     Example: ``pow(x, 3)`` (the same as ``x^3``)
     """
+    if isinstance(exponent, int) and not isinstance(exponent, bool) and exponent < 0 \
+            and isinstance(input, Tensor) and not input.dtype.is_floating:
+        _negative_int_power()
     return apply(Pow, input, exponent)
 
 

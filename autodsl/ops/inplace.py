@@ -198,10 +198,16 @@ def _write_ufunc(name: str, target: Tensor, other) -> bool:
 _WRITE_FRAMES = python_frames(note_write, _write_ufunc, inplace)
 
 
+def _kind_rank(dt) -> int:
+    return 2 if dt.is_floating else 0 if dt is backend.bool_ else 1
+
+
 def _write(target: Tensor, out: Tensor, what: str) -> None:
-    if out.dtype is not target.dtype and out.dtype.is_floating and not target.dtype.is_floating:
+    # torch's rule for a result written in place: never into a lower kind (bool < integer <
+    # floating): a float result into an integer tensor, an integer one into a bool tensor
+    if out.dtype is not target.dtype and _kind_rank(out.dtype) > _kind_rank(target.dtype):
         raise DTypeError(f"{what}: the result is {out.dtype.name} but the tensor written into is "
-                         f"{target.dtype.name}; make the tensor floating (dtype=float64) first")
+                         f"{target.dtype.name}; convert the tensor first (x = x.to(dtype={out.dtype.name}))")
     if out.shape != target.shape:
         try:
             ok = backend.broadcast_shapes(out.shape, target.shape) == target.shape

@@ -4,6 +4,7 @@ from __future__ import annotations
 from functools import partial
 
 from autodsl import backend
+from autodsl.backend import int64
 from autodsl.backend import getitem, namespace_of
 from autodsl.core import deferred
 from autodsl.core.grad_mode import is_grad_enabled
@@ -16,6 +17,7 @@ from autodsl.ops import movement as M
 from autodsl.ops import reduce as R
 from autodsl.ops.creation import arange
 from autodsl.ops.formula import define
+from autodsl.ops.promotion import promote_types
 from autodsl.ops.registry import Op, apply, defop
 
 __all__ = ["cross_entropy", "mse_loss", "nll_loss"]
@@ -179,10 +181,19 @@ def mse_loss(input, target, reduction="mean"):
     ``reduction``: "mean" (default), "sum" or "none". Example: ``mse_loss(pred, y)``
     """
     _check_reduction(reduction)
-    return apply(MseLoss, input, target, reduction=reduction)
+    x, y = as_tensor(input), as_tensor(target, like=as_tensor(input))
+    if x.dtype is not y.dtype:
+        # torch broadcasts the two first, so a 0-d float64 target makes a float32 input's loss
+        # float64 (the 0-d rule of promotion does not apply): both in the wider dtype
+        dt = promote_types(x.dtype, y.dtype)
+        x, y = (x if x.dtype is dt else x.to(dtype=dt)), (y if y.dtype is dt else y.to(dtype=dt))
+    R.floating_input("mse_loss", x)
+    return apply(MseLoss, x, y, reduction=reduction)
 
 
-def _check_weight(name, weight, n_classes):
+def _check_weight(name, weight, n_classes, dtype=None):
+    """The weight as a Tensor of one value per class; with ``dtype`` (class-index targets), of
+    the input's dtype, as torch requires there (DTypeError otherwise)."""
     if weight is None:
         return None
     w = as_tensor(weight)
@@ -190,7 +201,17 @@ def _check_weight(name, weight, n_classes):
         raise ShapeError(f"{name}: weight needs one value per class, shape ({n_classes},), got {w.shape}")
     if not w.dtype.is_floating:
         raise DTypeError(f"{name}: weight must be floating, got {w.dtype}; make it with dtype=float64")
+    if dtype is not None and w.dtype is not dtype:
+        raise DTypeError(f"{name}: weight is {w.dtype.name} but the input is {dtype.name}; give both one "
+                         f"dtype, e.g. weight.to(dtype={dtype.name})")
     return w
+
+
+def _class_indices(name, t):
+    """DTypeError unless ``t`` holds class indices as torch takes them: int64."""
+    if t.dtype is not int64:
+        raise DTypeError(f"{name} needs int64 class indices as target, got {t.dtype.name}; convert it "
+                         "with .to(dtype=int64)")
 
 
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
@@ -204,15 +225,16 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     Example: ``nll_loss(logp, y)``, ``nll_loss(logp, y, weight=w, ignore_index=0)``
     """
     _check_reduction(reduction)
-    x = as_tensor(input)
+    x = R.floating_input("nll_loss", input)
     t = as_tensor(target)
     if t.dtype.is_floating:
         raise DTypeError("nll_loss needs integer class indices as target: make it with dtype=int64")
+    _class_indices("nll_loss", t)
     want = () if x.ndim == 1 else x.shape[:1] + x.shape[2:]
     if x.ndim == 0 or t.shape != want:
         raise ShapeError(f"nll_loss: input of shape {x.shape} needs a target of shape {want}, got {t.shape}"
                          if x.ndim else "nll_loss needs input of shape (N, C), (C,) or (N, C, d1, ...), got a scalar")
-    w = _check_weight("nll_loss", weight, x.shape[0 if x.ndim == 1 else 1])
+    w = _check_weight("nll_loss", weight, x.shape[0 if x.ndim == 1 else 1], x.dtype)
     if w is not None and w.requires_grad and is_grad_enabled():     # torch refuses it too
         raise AutogradError("nll_loss has no gradient for weight, which requires grad; pass weight.detach()")
     inputs = (x, t) if w is None else (x, t, w)
@@ -230,7 +252,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     log_softmax(input, dim=class dim), stable for large logits. Example: ``cross_entropy(logits, labels)``
     """
     _check_reduction(reduction)
-    x = as_tensor(input)
+    x = R.floating_input("cross_entropy", input)
     t = as_tensor(target, like=None)
     if x.ndim == 0:
         raise ShapeError("cross_entropy needs input of shape (N, C), (C,) or (N, C, d1, ...), got a scalar")
@@ -239,10 +261,13 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         raise ValueError_(f"cross_entropy: label_smoothing must be a number in [0, 1], not {shown(label_smoothing)}")
     cdim = 0 if x.ndim == 1 else 1
     n_classes = x.shape[cdim]
-    w = _check_weight("cross_entropy", weight, n_classes)
+    if not t.dtype.is_floating:
+        _class_indices("cross_entropy", t)
+    w = _check_weight("cross_entropy", weight, n_classes, None if t.dtype.is_floating else x.dtype)
     wb = None if w is None else w if x.ndim == 1 else M.reshape(w, (1, n_classes) + (1,) * (x.ndim - 2))
     logp = R.log_softmax(x, dim=cdim)
     eps = float(label_smoothing)
+    per_class = eps / n_classes if n_classes else 0.0      # (no class: nothing to spread it over)
     if t.dtype.is_floating:
         if t.shape != x.shape:
             raise ShapeError(
@@ -253,7 +278,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
             raise ValueError_("cross_entropy: ignore_index is for class-index targets, not class probabilities; "
                               "leave it out, or give the target as int64 class indices")
         if eps > 0.0:
-            t = t * (1.0 - eps) + eps / n_classes
+            t = t * (1.0 - eps) + per_class
         terms = logp * t if wb is None else logp * t * wb
         if reduction == "none":
             return -R.sum(terms, dim=cdim)
@@ -276,7 +301,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         smooth = R.sum(smooth) / R.sum(counted)
     elif reduction == "sum":
         smooth = R.sum(smooth)
-    return nll * (1.0 - eps) + smooth * (eps / n_classes)
+    return nll * (1.0 - eps) + smooth * per_class
 
 
 # g times an array the forward left on the node (nll_loss's per-target scale): on Tensors a constant

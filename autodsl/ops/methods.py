@@ -80,6 +80,7 @@ _dunders = {
     "__getitem__": M.getitem, "__setitem__": _setitem,
     "__iadd__": _inplace(E.add, "x += ...", "add"), "__isub__": _inplace(E.sub, "x -= ...", "subtract"),
     "__imul__": _inplace(E.mul, "x *= ...", "multiply"), "__itruediv__": _inplace(E.div, "x /= ...", "divide"),
+    "__ipow__": _inplace(E.pow, "x **= ..."),
 }
 
 _methods = {
@@ -101,6 +102,7 @@ _methods = {
     "cuda": lambda self: to_op(self, device="cuda"),
     "add_": _inplace(E.add, "add_", "add"), "sub_": _inplace(E.sub, "sub_", "subtract"),
     "mul_": _inplace(E.mul, "mul_", "multiply"), "div_": _inplace(E.div, "div_", "divide"),
+    "pow_": _inplace(E.pow, "pow_"),
 }
 
 install(_dunders)

@@ -13,7 +13,7 @@ from autodsl.backend import kind_of, namespace_of
 from autodsl.core.tensor import Tensor, as_tensor, new_tensor
 from autodsl.errors import ValueError_
 
-__all__ = ["promoted", "fast_pair", "to_tensors", "result_dtype", "constant_value", "f64_constant"]
+__all__ = ["promoted", "fast_pair", "to_tensors", "result_dtype", "promote_types", "constant_value", "f64_constant"]
 
 _ndarray = backend.HOST_ARRAY
 _F64, _f64_array = backend.HOST_F64, backend.f64_scalar_array
@@ -40,6 +40,12 @@ def _promote(a, b):
     if ca != cb:
         return a if ca > cb else b
     return backend.float64 if ca == 2 else backend.int64    # float32+float64, int32+int64
+
+
+def promote_types(a, b):
+    """The dtype two tensors with dims compute in (torch.promote_types): the higher category
+    (bool < integer < floating), and the wider of two in one category."""
+    return _promote(a, b)
 
 
 def _combine(higher, lower):

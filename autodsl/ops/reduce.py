@@ -604,13 +604,19 @@ def sum(input, dim=None, keepdim=False):
     return apply(Sum, input, dim=dim, keepdim=keepdim)
 
 
-def mean(input, dim=None, keepdim=False):
-    """Mean of the elements (floating tensors), over all dims or ``dim``. Example: ``x.mean(dim=1)``"""
+def floating_input(name: str, input) -> Tensor:
+    """``input`` as a Tensor; DTypeError when it is not floating: the ops that torch refuses on
+    integer and bool tensors (mean, var, std, norm, softmax, log_softmax, the losses)."""
     t = as_tensor(input)
     if not t.dtype.is_floating:
-        raise DTypeError(f"mean needs a floating tensor, this one is {t.dtype.name}; "
+        raise DTypeError(f"{name} needs a floating tensor, this one is {t.dtype.name}; "
                          "convert it with .to(dtype=float64)")
-    return apply(Mean, t, dim=dim, keepdim=keepdim)
+    return t
+
+
+def mean(input, dim=None, keepdim=False):
+    """Mean of the elements (floating tensors), over all dims or ``dim``. Example: ``x.mean(dim=1)``"""
+    return apply(Mean, floating_input("mean", input), dim=dim, keepdim=keepdim)
 
 
 def prod(input, dim=None, keepdim=False):
@@ -688,9 +694,10 @@ def min(input, other=None, dim=None, keepdim=False):
 
 
 def norm(input, p=2, dim=None, keepdim=False):
-    """The p-norm over all dims or ``dim``: p = 2 (default), 1, inf, or any positive number.
-    The gradient of the 2-norm at the zero vector is 0. Example: ``norm(x)``, ``x.norm(p=1)``
+    """The p-norm of a floating tensor over all dims or ``dim``: p = 2 (default), 1, inf, or any
+    positive number (DTypeError for an integer tensor, as torch). The gradient of the 2-norm at the zero vector is 0. Example: ``norm(x)``, ``x.norm(p=1)``
     """
+    input = floating_input("norm", input)
     if p == 2 or p == "fro":
         return apply(Norm, input, dim=dim, keepdim=keepdim)
     if p == 1:
@@ -708,14 +715,14 @@ def var(input, dim=None, keepdim=False, correction=1, unbiased=None):
     """
     if unbiased is not None:
         correction = 1 if unbiased else 0
-    return apply(Var, input, dim=dim, keepdim=keepdim, correction=correction)
+    return apply(Var, floating_input("var", input), dim=dim, keepdim=keepdim, correction=correction)
 
 
 def std(input, dim=None, keepdim=False, correction=1, unbiased=None):
     """Standard deviation, sqrt of ``var`` (same keywords). Example: ``std(x)``"""
     if unbiased is not None:
         correction = 1 if unbiased else 0
-    return apply(Std, input, dim=dim, keepdim=keepdim, correction=correction)
+    return apply(Std, floating_input("std", input), dim=dim, keepdim=keepdim, correction=correction)
 
 
 def logsumexp(input, dim, keepdim=False):
@@ -727,12 +734,12 @@ def logsumexp(input, dim, keepdim=False):
 
 def softmax(input, dim):
     """Softmax along ``dim`` (max-shifted, stable). Example: ``softmax(x, dim=-1)``"""
-    return apply(Softmax, input, dim=dim)
+    return apply(Softmax, floating_input("softmax", input), dim=dim)
 
 
 def log_softmax(input, dim):
     """log(softmax(x)) along ``dim``, computed as x - logsumexp(x). Example: ``log_softmax(x, dim=1)``"""
-    return apply(LogSoftmax, input, dim=dim)
+    return apply(LogSoftmax, floating_input("log_softmax", input), dim=dim)
 
 
 # what backward formulas use of this module (Note [one formula], ops/formula.py): Sum's arrays

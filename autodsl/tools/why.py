@@ -523,7 +523,7 @@ class _Explainer:
         try:
             with watch.quiet(), anomaly_scope(None):
                 task = GraphTask(seeds, retain_graph=True, create_graph=False,
-                                 targets={target: self.x}, accumulate=False)
+                                 targets={target: self.x}, accumulate=False, retained=False)
                 task.recorder = cap
                 captured = task.run()
         except DSLError as e:
