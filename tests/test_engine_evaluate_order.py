@@ -137,3 +137,14 @@ def test_why_does_not_fill_retained_grads():
         told = ad.why(w)        # w.grad is 0: why() runs the pass again, quietly
     assert told.reason == "zero"
     assert h.grad is first and float(h.grad) == 4.0     # no .grad changed
+
+
+def test_explain_does_not_fill_retained_grads():
+    w = ad.tensor(2.0, requires_grad=True)
+    h = w * 3
+    h.retain_grad()
+    h.register_hook(lambda g: g)        # (a hook: explain() sums the paths through grad())
+    f = h * h
+    ad.explain(f, w)
+    ad.explain(f, w)
+    assert h.grad is None and w.grad is None

@@ -42,7 +42,7 @@ def evaluate(numbers: str) -> float:
     expr = re.sub(r"!(\w+)", r"(not \1)", numbers).replace("^", "**")
     env = {"cos": math.cos, "sin": math.sin, "log": math.log, "exp": math.exp, "sqrt": math.sqrt,
            "sign": lambda v: float(np.sign(v)), "true": True, "false": False, "inf": math.inf,
-           "nan": math.nan}
+           "nan": math.nan, "where": lambda c, x, y: x if c else y}
     return float(eval(expr, {"__builtins__": {}}, env))  # noqa: S307 - our own test strings
 
 

@@ -187,3 +187,47 @@ def test_integer_tensor_powers_with_negative_exponents(dtype):
     torch = pytest.importorskip("torch")
     tdt = torch.int64 if dtype is ad.int64 else torch.int32
     assert (torch.tensor(bases, dtype=tdt) ** torch.tensor(exps, dtype=tdt)).tolist() == got.tolist()
+
+
+@pytest.mark.parametrize("exponent", [np.int64(-1), np.int32(-2), -3])
+def test_a_negative_number_exponent_of_any_integer_type_is_refused(exponent):
+    x = ad.tensor([2, 3], dtype=ad.int64)
+    with pytest.raises(ad.ValueError_, match="negative integer powers"):
+        x ** exponent
+    with pytest.raises(ad.ValueError_, match="negative integer powers"):
+        x.pow_(exponent)
+    assert x.tolist() == [2, 3]
+
+
+def test_a_bool_array_from_a_pickle_is_refused_in_a_subtraction_too():
+    import pickle
+    m = pickle.loads(pickle.dumps(ad.tensor([True, False])))
+    for expr in (lambda: m - 1, lambda: 1.0 - m, lambda: ad.tensor(pickle.loads(pickle.dumps(np.array([True])))) - 1):
+        with pytest.raises(DTypeError, match="cannot subtract with a bool"):
+            expr()
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: ad.relu(x), lambda x: ad.maximum(x, ad.tensor(0.5)), lambda x: ad.maximum(ad.tensor(0.5), x),
+    lambda x: ad.minimum(x, ad.tensor(0.5)), lambda x: ad.minimum(ad.tensor(0.5), x),
+], ids=["relu", "maximum-a", "maximum-b", "minimum-a", "minimum-b"])
+@pytest.mark.parametrize("x0", [1.5, -0.5, 0.5])
+def test_the_rules_with_bool_masks_run_in_the_language(make, x0):
+    """The trace's rule text is an expression the language runs on tensors (no bool
+    subtraction), and it gives the gradient the op sent."""
+    from autodsl.core import trace as trace_mod
+    x = ad.tensor(x0, requires_grad=True)
+    y = make(x)
+    kept = []
+    with trace_mod.tracing(False, sink=kept.append):
+        y.backward()
+    (tr,) = kept
+    sends = [sd for r in tr for sd in r.get("sends", []) if sd.get("rule") not in (None, "grad", "0")]
+    assert sends
+    a, b = (x, ad.tensor(0.5)) if y.grad_fn.name == "ReluBackward" or y.grad_fn.next_edges[0] is not None \
+        else (ad.tensor(0.5), x)
+    for sd in sends:
+        s = ad.Session()
+        s["a"], s["b"], s["grad"] = a.detach(), b.detach(), ad.tensor(1.0)
+        s.run(f"r = {sd['rule']}")
+        assert float(s["r"]) == sd["grad"], sd

@@ -69,12 +69,11 @@ scalar_array = np.asarray
 # A NumPy array's type: an op's hot path tests ``type(a) is HOST_ARRAY`` (on the host, with a
 # NumPy dtype) before it calls on_host or kind_of, which every other array needs.
 HOST_ARRAY = np.ndarray
-HOST_BOOL_DTYPE = np.dtype(bool)       # (NumPy's dtype objects of the built-in types are singletons)
 # A host array's float64 dtype (NumPy's one object for it: ``a.dtype is HOST_F64`` is the test), and
 # the 0-d float64 array of a Python float: the ops' 0-d fast path (Note [0-d fast path], ops/registry.py).
 HOST_F64 = np.dtype(np.float64)
 f64_scalar_array = np.array
-__all__ += ["HOST_ARRAY", "HOST_BOOL_DTYPE", "HOST_F64", "f64_scalar_array"]
+__all__ += ["HOST_ARRAY", "HOST_F64", "f64_scalar_array"]
 
 
 def is_host_array(v) -> bool:

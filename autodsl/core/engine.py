@@ -52,7 +52,9 @@ class GraphTask:
     def __init__(self, seeds, retain_graph: bool, create_graph: bool, targets=None, accumulate=True,
                  retained=True):
         self.seeds = seeds
-        self.retained = retained        # fill the .grad of tensors that called retain_grad()
+        # fill the .grad of tensors that called retain_grad(); never in a quiet pass (why()'s and
+        # explain()'s: they change no .grad)
+        self.retained = retained and not current().quiet
         self.retain_graph = retain_graph
         self.create_graph = create_graph
         self.targets = targets

@@ -24,7 +24,7 @@ __all__ = ["rule_text", "input_names", "input_value", "output_value", "scalar_va
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # functions a formula may call: they are left as they are when numbers go in
-_FUNCTIONS = frozenset({"cos", "sin", "log", "exp", "sign", "sqrt", "sum", "mean"})
+_FUNCTIONS = frozenset({"cos", "sin", "log", "exp", "sign", "sqrt", "sum", "mean", "where"})
 
 
 def rule_text(node, i: int) -> str | None:

@@ -23,7 +23,6 @@ from autodsl.ops.rounding import rounded_div
 
 _f64_array = backend.f64_scalar_array
 _ndarray = backend.HOST_ARRAY      # (the 0-d lane's bare constants are host arrays)
-_NP_BOOL = backend.HOST_BOOL_DTYPE
 _f64_sin, _f64_cos = floats.sin, floats.cos
 
 # The ops every network and chain uses state their derivative once, as a ``formula`` that runs
@@ -414,7 +413,7 @@ class Relu(Op):
         maximum, zero = _xp(arrays[0]).maximum, backend.zero_of(arrays[0])
         return lambda a: maximum(a, zero)
 
-    rule = ("grad * (1 - (a <= 0))",)
+    rule = ("where(a <= 0, 0, grad)",)
 
     def formula(self, F, g, out):       # torch: relu'(0) = 0, and relu'(nan) = 1 (nan <= 0 is false)
         return (F.threshold_backward(g, out),)
@@ -431,7 +430,7 @@ class ThresholdBackward(Op):
             self.save_for_backward(None, self.inputs[1] if self.needs_input_grad[0] else None)
         return _zero_where_not_positive(g, x)
 
-    rule = ("grad * (1 - (b <= 0))", "0")
+    rule = ("where(b <= 0, 0, grad)", "0")
 
     def backward(self, gg):
         # torch (derivatives.yaml, threshold_backward): grad_output: threshold_backward(grad, self,
@@ -589,7 +588,7 @@ class Maximum(Op):
         self.save_for_backward(*self.inputs)
         return _xp(a).maximum(a, b)
 
-    rule = ("grad * (1 - (a < b)) - grad/2 * (a == b)", "grad * (1 - (a > b)) - grad/2 * (a == b)")
+    rule = ("where(a < b, 0, grad) - grad/2 * (a == b)", "where(a > b, 0, grad) - grad/2 * (a == b)")
 
     def backward(self, g):
         return _max_min_grads(self, g, lambda x, y: x < y)
@@ -614,7 +613,7 @@ class Minimum(Op):
         self.save_for_backward(*self.inputs)
         return _xp(a).minimum(a, b)
 
-    rule = ("grad * (1 - (a > b)) - grad/2 * (a == b)", "grad * (1 - (a < b)) - grad/2 * (a == b)")
+    rule = ("where(a > b, 0, grad) - grad/2 * (a == b)", "where(a < b, 0, grad) - grad/2 * (a == b)")
 
     def backward(self, g):
         return _max_min_grads(self, g, lambda x, y: x > y)
@@ -663,7 +662,8 @@ def _is_bool(v) -> bool:
     """``v`` is true/false or a bool tensor (the operands torch refuses to subtract)."""
     if isinstance(v, Tensor):
         d = v._data.dtype
-        return d is _NP_BOOL if type(v._data) is _ndarray else kind_of(d) == "b"
+        # (by kind: an unpickled array's bool dtype is not NumPy's shared object)
+        return d.kind == "b" if type(v._data) is _ndarray else kind_of(d) == "b"
     return isinstance(v, backend.HOST_BOOL)
 
 
@@ -700,7 +700,7 @@ def pow(input, exponent):
 
     Example: ``pow(x, 3)`` (the same as ``x^3``)
     """
-    if isinstance(exponent, int) and not isinstance(exponent, bool) and exponent < 0 \
+    if isinstance(exponent, backend.HOST_INT) and not isinstance(exponent, backend.HOST_BOOL) and exponent < 0 \
             and isinstance(input, Tensor) and not input.dtype.is_floating:
         _negative_int_power()
     return apply(Pow, input, exponent)
