@@ -157,18 +157,18 @@ class GraphTask:
             for i, nxt in enumerate(node.next_edges):      # send: each edge's gradient, one count less
                 if nxt is None:
                     continue
+                d = deps[nxt] - 1
+                deps[nxt] = d
                 if outs is not None:
                     og = outs[i]
                     if og is not None:
                         prev = buffers.get(nxt)
                         if prev is None:
                             buffers[nxt] = og
-                        elif sums is not None:
+                        elif sums is not None and (d or nxt in sums):   # (more to come: a float sum)
                             _send_sum(buffers, sums, nxt, prev, og)
                         else:
                             buffers[nxt] = _add(prev, og, create_graph)
-                d = deps[nxt] - 1
-                deps[nxt] = d
                 if d == 0:
                     if ready is None and not heap:
                         ready = nxt

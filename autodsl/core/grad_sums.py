@@ -22,6 +22,8 @@ __all__ = ["add", "send_sum", "stage"]
 # ``Tensor._plus`` makes one by one, without a Tensor and an array for every partial sum. Only
 # where nothing reads the buffers meanwhile: not stepping (the stepper shows them), no observer,
 # no create_graph (a sum is then a recorded op) and no compile() capture (it records each sum).
+# A node's last gradient goes the Tensor way unless a float sum has begun: two gradients make
+# one Tensor sum either way, and the float way costs more calls (the pure-Python W2's rungs).
 
 @cython.locals(a=TensorFields, b=TensorFields)
 def add(a, b, create_graph):
