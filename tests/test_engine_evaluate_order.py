@@ -1,4 +1,4 @@
-"""What a backward does at each node, in PyTorch's order (Note [what runs when], core/engine.py).
+"""What a backward does at each node, in PyTorch's order (GraphTask._evaluate, core/engine.py).
 
 PyTorch's evaluate_function: a node that runs gives grad() its gradient before the node's
 hooks (which change what flows on); a node that does not run (pruned by grad()'s or

@@ -52,9 +52,7 @@ class GraphTask:
     def __init__(self, seeds, retain_graph: bool, create_graph: bool, targets=None, accumulate=True,
                  retained=True):
         self.seeds = seeds
-        # fill the .grad of tensors that called retain_grad(); never in a quiet pass (why()'s and
-        # explain()'s: they change no .grad)
-        self.retained = retained and not current().quiet
+        self.retained = retained and not current().quiet    # (why()'s, explain()'s: no .grad changes)
         self.retain_graph = retain_graph
         self.create_graph = create_graph
         self.targets = targets
@@ -182,10 +180,11 @@ class GraphTask:
 
     @cython.locals(node=Node)
     def _evaluate(self, node, g):
-        """Run one node on its summed gradient: its hooks, the capture or accumulation of a
-        target or leaf, its formula and the validation of what it sends (PyTorch's
-        evaluate_function, whose order this keeps: Note [what runs when]). Returns one
-        gradient per edge, or None where nothing is sent on."""
+        """Run one node on its summed gradient in PyTorch's evaluate_function order: grad()'s
+        capture of a target that runs (before its hooks), its hooks, retain_grad()'s .grad, the
+        accumulation of a leaf or target (or the capture of a target that does not run), its
+        formula and the validation of what it sends; a node that reaches no target is not
+        visited. Returns one gradient per edge, or None where nothing is sent on."""
         obs, targets, needed = self._observers, self.targets, self._needed_nodes
         is_acc = type(node) is AccumulateGrad
         target = targets is not None and node in targets

@@ -263,7 +263,7 @@ class TensorBase(TensorFields):
 
     def _f64_item(self):
         """The value of a 0-d float64 host gradient as a Python float, else None: the engine
-        sums the gradients sent to one node as floats then (Note [float sums], core/engine.py)."""
+        sums the gradients sent to one node as floats then (Note [float sums], core/grad_sums.py)."""
         d = self._data
         if type(d) is _ndarray and d.dtype is _F64 and d.ndim == 0 and type(self) is Tensor:
             return float(d)

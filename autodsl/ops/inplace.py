@@ -21,6 +21,7 @@ from autodsl.errors import AutogradError, DTypeError, ShapeError
 from autodsl.names import names_of
 from autodsl.source import python_frames
 from autodsl.ops.movement import _Raw, expand, index_put, permute, reshape, transpose
+from autodsl.ops.promotion import category
 from autodsl.ops.registry import apply
 
 __all__ = ["inplace", "refresh_view"]
@@ -198,14 +199,10 @@ def _write_ufunc(name: str, target: Tensor, other) -> bool:
 _WRITE_FRAMES = python_frames(note_write, _write_ufunc, inplace)
 
 
-def _kind_rank(dt) -> int:
-    return 2 if dt.is_floating else 0 if dt is backend.bool_ else 1
-
-
 def _write(target: Tensor, out: Tensor, what: str) -> None:
     # torch's rule for a result written in place: never into a lower kind (bool < integer <
     # floating): a float result into an integer tensor, an integer one into a bool tensor
-    if out.dtype is not target.dtype and _kind_rank(out.dtype) > _kind_rank(target.dtype):
+    if out.dtype is not target.dtype and category(out.dtype) > category(target.dtype):
         raise DTypeError(f"{what}: the result is {out.dtype.name} but the tensor written into is "
                          f"{target.dtype.name}; convert the tensor first (x = x.to(dtype={out.dtype.name}))")
     if out.shape != target.shape:

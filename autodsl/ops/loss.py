@@ -181,7 +181,8 @@ def mse_loss(input, target, reduction="mean"):
     ``reduction``: "mean" (default), "sum" or "none". Example: ``mse_loss(pred, y)``
     """
     _check_reduction(reduction)
-    x, y = as_tensor(input), as_tensor(target, like=as_tensor(input))
+    x = as_tensor(input)
+    y = as_tensor(target, like=x)
     if x.dtype is not y.dtype:
         # torch broadcasts the two first, so a 0-d float64 target makes a float32 input's loss
         # float64 (the 0-d rule of promotion does not apply): both in the wider dtype

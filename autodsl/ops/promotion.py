@@ -13,7 +13,8 @@ from autodsl.backend import kind_of, namespace_of
 from autodsl.core.tensor import Tensor, as_tensor, new_tensor
 from autodsl.errors import ValueError_
 
-__all__ = ["promoted", "fast_pair", "to_tensors", "result_dtype", "promote_types", "constant_value", "f64_constant"]
+__all__ = ["promoted", "fast_pair", "to_tensors", "result_dtype", "promote_types", "category", "constant_value",
+           "f64_constant"]
 
 _ndarray = backend.HOST_ARRAY
 _F64, _f64_array = backend.HOST_F64, backend.f64_scalar_array
@@ -27,7 +28,9 @@ _F64, _f64_array = backend.HOST_F64, backend.f64_scalar_array
 # int64 + float32 are all float32, int32 + 5 is int32, and int64 * 2.5 has the
 # default float dtype.
 
-def _category(d) -> int:
+def category(d) -> int:
+    """A dtype's kind as a rank, bool 0 < integer 1 < floating 2: promotion takes the higher,
+    and an in-place write may not go into a lower one (torch's rules)."""
     return 2 if d.is_floating else (0 if d is backend.bool_ else 1)
 
 
@@ -36,7 +39,7 @@ def _promote(a, b):
         return b
     if b is None:
         return a
-    ca, cb = _category(a), _category(b)
+    ca, cb = category(a), category(b)
     if ca != cb:
         return a if ca > cb else b
     return backend.float64 if ca == 2 else backend.int64    # float32+float64, int32+int64

@@ -695,7 +695,8 @@ def min(input, other=None, dim=None, keepdim=False):
 
 def norm(input, p=2, dim=None, keepdim=False):
     """The p-norm of a floating tensor over all dims or ``dim``: p = 2 (default), 1, inf, or any
-    positive number (DTypeError for an integer tensor, as torch). The gradient of the 2-norm at the zero vector is 0. Example: ``norm(x)``, ``x.norm(p=1)``
+    positive number (DTypeError for an integer tensor, as torch). The gradient of the 2-norm at
+    the zero vector is 0. Example: ``norm(x)``, ``x.norm(p=1)``
     """
     input = floating_input("norm", input)
     if p == 2 or p == "fro":
