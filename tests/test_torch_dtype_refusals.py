@@ -231,3 +231,22 @@ def test_the_rules_with_bool_masks_run_in_the_language(make, x0):
         s["a"], s["b"], s["grad"] = a.detach(), b.detach(), ad.tensor(1.0)
         s.run(f"r = {sd['rule']}")
         assert float(s["r"]) == sd["grad"], sd
+
+
+@pytest.mark.parametrize("call", [
+    lambda b: abs(b), lambda b: ad.relu(b), lambda b: b ** b, lambda b: ad.relu(b[0]),
+], ids=["abs", "relu", "bool ** bool", "relu 0-d"])
+def test_bool_tensors_refused_where_torch_refuses_them(call):
+    with pytest.raises(DTypeError, match="bool"):
+        call(ad.tensor([True, False, True]))
+
+
+def test_bool_tensors_where_torch_computes():
+    b = ad.tensor([True, False, True])
+    assert (b ** 2).tolist() == [1, 0, 1] and (b ** 2).dtype is ad.int64
+    assert (2 ** b).tolist() == [2, 1, 2]
+    c = ad.clamp(b, min=0)
+    assert c.dtype is ad.int64 and c.tolist() == [1, 0, 1]          # torch: int64 too
+    f = ad.clamp(b, min=0.5)
+    assert f.dtype.is_floating and f.tolist() == [1.0, 0.5, 1.0]
+    assert ad.relu(b.to(dtype=ad.float64)).tolist() == [1.0, 0.0, 1.0]

@@ -167,6 +167,8 @@ class Pow(Op):
         if self._record and not self.needs_input_grad[1]:
             self.save_output = False       # x^c: the output is needed only for the exponent's gradient
         host = backend.on_host(b)
+        if kind_of(a.dtype) == "b" and kind_of(b.dtype) == "b":    # torch refuses it too
+            raise DTypeError("a bool tensor to a bool power; convert one of them first (.to(dtype=int64))")
         if kind_of(a.dtype) in "iub" and kind_of(b.dtype) in "iub" and (not host or _xp(b).any(b < 0)):
             return _int_power(_xp(a), a, b)
         if b.ndim == 0 and kind_of(a.dtype) == "f":
@@ -403,7 +405,9 @@ class Relu(Op):
     save_output = True
 
     def forward(self, a):
-        return _xp(a).maximum(a, backend.zero_of(a))     # a zero of a's dtype: bool stays bool
+        if kind_of(a.dtype) == "b":         # torch refuses it too
+            raise DTypeError("relu of a bool tensor; convert it first (.to(dtype=float64))")
+        return _xp(a).maximum(a, backend.zero_of(a))     # a zero of a's dtype
 
     def forward_f64(self, x):           # Note [0-d fast path] (ops/registry.py): np.maximum's
         return _f64_array(x if x > 0.0 or x != x else 0.0)     # +0.0 for -0.0, a nan as it came
@@ -463,6 +467,8 @@ class Abs(Op):
     """|a|."""
     __slots__ = ()
     def forward(self, a):
+        if kind_of(a.dtype) == "b":         # torch refuses it too
+            raise DTypeError("abs of a bool tensor; convert it first (.to(dtype=int64))")
         self.save_for_backward(self.inputs[0])
         return _xp(a).abs(a)
 
@@ -785,6 +791,8 @@ def clamp(input, min=None, max=None):
             input = t.to(dtype=backend.get_default_dtype())
     else:
         t = as_tensor(input)
+        if t.dtype is backend.bool_ and any(isinstance(v, int) and not isinstance(v, bool) for v in (min, max)):
+            t = input = t.to(dtype=backend.int64)      # torch: an integer bound makes a bool tensor int64
         for v, nm in ((min, "min"), (max, "max")):      # integer bounds of an integer tensor
             if v is not None and not backend.value_fits(v, t._data.dtype, namespace_of(t._data)):
                 raise ValueError_(f"clamp: {nm}={v} does not fit in {t.dtype.name}, the tensor's dtype; "
