@@ -90,3 +90,22 @@ def test_label_smoothing_keeps_a_float32_loss_float32(kw):
     np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-6)
     ty.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 3, 7, 255, 1000, 12345, 99991])
+def test_the_means_scale_is_the_general_paths_at_many_batch_sizes(dtype, n):
+    # the unmasked path makes -1/n in one rounding; the general one divides -1 by n in the dtype
+    rng = np.random.default_rng(n)
+    z = rng.standard_normal((n, 2)).astype(dtype)
+    y = rng.integers(0, 2, n)
+    fast = _loss_and_grad(z, y)
+    general = _loss_and_grad(z, y, weight=ad.tensor(np.ones(2, dtype)))
+    assert fast[0].tobytes() == general[0].tobytes()
+    assert fast[1].tobytes() == general[1].tobytes()
+
+
+def test_one_rounding_of_the_double_quotient_is_the_float32_quotient():
+    # why the unmasked path may round -1/n once from a double (below 2**24, where n is exact)
+    n = np.unique(np.random.default_rng(3).integers(1, 1 << 24, 1_000_000)).astype(np.float64)
+    assert np.array_equal(np.float32(-1) / n.astype(np.float32), (-1.0 / n).astype(np.float32))

@@ -93,7 +93,8 @@ class NllLoss(Op):
         n_classes = logp.shape[0 if logp.ndim == 1 else 1]
         on_host = backend.on_host(target)
         if on_host and not weight and reduction != "none" and target.size:
-            t = xp.astype(target, xp.int64, copy=False)
+            # (nll_loss() takes int64 targets only: the cast is for a compiled program's replay)
+            t = target if target.dtype == xp.int64 else xp.astype(target, xp.int64)
             lo, hi = backend.min_max(t)
             if lo >= 0 and hi < n_classes and not (0 <= ignore_index < n_classes and xp.any(t == ignore_index)):
                 return self._forward_all_counted(xp, logp, t, reduction)
@@ -141,8 +142,12 @@ class NllLoss(Op):
         if reduction == "sum":
             self.scale = xp.asarray(-1, dtype=logp.dtype)
             return total
-        count = xp.asarray(t.size, dtype=logp.dtype)
-        self.scale = xp.asarray(-1, dtype=logp.dtype) / count
+        n = t.size
+        count = xp.asarray(n, dtype=logp.dtype)
+        # -1/n rounded once to logp's dtype: for float32 the double quotient rounded again is the
+        # float32 quotient (a double holds more than twice float32's digits), while n is exact
+        self.scale = xp.asarray(-1.0 / n, dtype=logp.dtype) if n < 1 << 24 else \
+            xp.asarray(-1, dtype=logp.dtype) / count
         return total / count
 
     rule = ("-grad * weight at each target class (/ the sum of the counted targets' weights for mean)",)
@@ -231,15 +236,28 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     if t.dtype.is_floating:
         raise DTypeError("nll_loss needs integer class indices as target: make it with dtype=int64")
     _class_indices("nll_loss", t)
-    want = () if x.ndim == 1 else x.shape[:1] + x.shape[2:]
-    if x.ndim == 0 or t.shape != want:
-        raise ShapeError(f"nll_loss: input of shape {x.shape} needs a target of shape {want}, got {t.shape}"
-                         if x.ndim else "nll_loss needs input of shape (N, C), (C,) or (N, C, d1, ...), got a scalar")
+    if x.ndim == 0:
+        raise ShapeError("nll_loss needs input of shape (N, C), (C,) or (N, C, d1, ...), got a scalar")
+    _target_shape(x, t)
     w = _check_weight("nll_loss", weight, x.shape[0 if x.ndim == 1 else 1], x.dtype)
-    if w is not None and w.requires_grad and is_grad_enabled():     # torch refuses it too
+    return _nll(x, t, w, ignore_index, reduction)
+
+
+def _target_shape(x, t):
+    """ShapeError unless the class indices ``t`` fit the input ``x`` (at least one dim)."""
+    want = () if x.ndim == 1 else x.shape[:1] + x.shape[2:]
+    if t.shape != want:
+        raise ShapeError(f"nll_loss: input of shape {x.shape} needs a target of shape {want}, got {t.shape}")
+
+
+def _nll(x, t, w, ignore_index, reduction):
+    """nll_loss of a floating input of at least one dim, int64 class indices ``t`` of the
+    shape it needs and the checked weight ``w`` (or None)."""
+    if w is None:
+        return apply(NllLoss, x, t, reduction=reduction, ignore_index=ignore_index)
+    if w.requires_grad and is_grad_enabled():     # torch refuses it too
         raise AutogradError("nll_loss has no gradient for weight, which requires grad; pass weight.detach()")
-    inputs = (x, t) if w is None else (x, t, w)
-    return apply(NllLoss, *inputs, reduction=reduction, ignore_index=ignore_index)
+    return apply(NllLoss, x, t, w, reduction=reduction, ignore_index=ignore_index)
 
 
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
@@ -266,7 +284,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         _class_indices("cross_entropy", t)
     w = _check_weight("cross_entropy", weight, n_classes, None if t.dtype.is_floating else x.dtype)
     wb = None if w is None else w if x.ndim == 1 else M.reshape(w, (1, n_classes) + (1,) * (x.ndim - 2))
-    logp = R.log_softmax(x, dim=cdim)
+    logp = apply(R.LogSoftmax, x, dim=cdim)     # (x is floating: R.log_softmax's check is done)
     eps = float(label_smoothing)
     per_class = eps / n_classes if n_classes else 0.0      # (no class: nothing to spread it over)
     if t.dtype.is_floating:
@@ -287,7 +305,8 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         if reduction == "sum":
             return total
         return total / (x.numel() / n_classes) if x.numel() else total * float("nan")    # torch: nan
-    nll = nll_loss(logp, t, weight=w, ignore_index=ignore_index, reduction=reduction)
+    _target_shape(x, t)
+    nll = _nll(logp, t, w, ignore_index, reduction)     # (t is int64 and w checked, as nll_loss() would)
     if eps == 0.0:
         return nll
     # torch: (1 - eps)·nll + eps/C · (the sum over classes of -w·logp, 0 for ignored targets)
