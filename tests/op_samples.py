@@ -190,6 +190,10 @@ class _NumPy:
         a = np.abs(x)
         if p == math.inf:
             return np.asarray(np.max(a, axis=ax, keepdims=keepdim))
+        if p == -math.inf:
+            return np.asarray(np.min(a, axis=ax, keepdims=keepdim))
+        if p == 0:
+            return np.asarray(np.sum(a != 0, axis=ax, keepdims=keepdim).astype(x.dtype))
         return np.asarray(np.sum(a ** p, axis=ax, keepdims=keepdim) ** (1.0 / p))
 
     @staticmethod
@@ -474,6 +478,11 @@ add("norm_pinf", "2x3", lambda m, x: m.norm(x, p=math.inf), distinct_abs(2, 3))
 add("norm_pinf", "dim0", lambda m, x: m.norm(x, p=math.inf, dim=0), distinct_abs(2, 3))
 add("norm_p3", "2x3", lambda m, x: m.norm(x, p=3), off_kink(2, 3))
 add("norm_p3", "dim1", lambda m, x: m.norm(x, p=3, dim=1), off_kink(2, 3))
+add("norm_pm1", "2x3", lambda m, x: m.norm(x, p=-1), off_kink(2, 3))
+add("norm_pm1.5", "dim1", lambda m, x: m.norm(x, p=-1.5, dim=1, keepdim=True), off_kink(2, 3))
+add("norm_pminf", "2x3", lambda m, x: m.norm(x, p=-math.inf), distinct_abs(2, 3))
+add("norm_pminf", "dim0", lambda m, x: m.norm(x, p=-math.inf, dim=0), distinct_abs(2, 3))
+# (p = 0 counts and sends no gradient: tests/test_norm_orders.py)
 for _name in ("softmax", "log_softmax"):
     for _dim in (0, 1, -1):
         add(_name, f"2x3-dim{_dim}", (lambda n, d: lambda m, x: getattr(m, n)(x, dim=d))(_name, _dim),

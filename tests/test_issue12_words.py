@@ -210,7 +210,7 @@ TABLE = [
     "x.view(none)", 'x.reshape("a")', "x.reshape(f)", "x.reshape([1.5])", "x.reshape([-2])",
     "x.transpose(none, 0)", "x.permute(none)", "m.permute([0, none])", "x.unsqueeze(none)",
     'x.squeeze("a")', "x.expand(none)", "x.to(f)", "x.triu(none)", 'x.tril("a")', "x.topk(1.5)",
-    'x.cumsum("a")', "x.norm(none)", 'x.var("a")', "x.masked_fill(x > 1, none)",
+    'x.cumsum("a")', 'x.norm("a")', 'x.var("a")', "x.masked_fill(x > 1, none)",
     'x.masked_fill(x > 1, "a")', "x.scatter(0, none, 1)", "x.register_hook(none)", "x.register_hook(1)",
     "gather(x, 0, none)", "index_select(x, 0, none)", "x.add_(none)", 'x.add_("a")', "x.mul_(f)",
     # indexing

@@ -255,29 +255,70 @@ def _number_arg(fn, name, v, example):
     return v
 
 
-def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False, chunks=None):
-    """Evenly spaced values in [start, end) with ``step``; int64 when all arguments are
-    integers, else the default float dtype. Example: ``arange(5)``, ``arange(0, 1, 0.25)``
+def arange(start=None, end=None, step=1, dtype=None, device=None, requires_grad=False, chunks=None):
+    """Evenly spaced values in [start, end) with ``step``, as torch.arange: int64 when all
+    arguments are integers (or bools), else the default float dtype. Floating values are
+    ``start + i*step`` computed in float64 (then rounded to the dtype); for an integer dtype
+    start, end and step are first truncated to integers, as torch does. ``arange(n)`` and
+    ``arange(end=n)`` start at 0. Example: ``arange(5)``, ``arange(0, 1, 0.25)``
 
-    Raises TypeError_ for a start, end or step that is not a number, ValueError_ for step 0.
+    Raises TypeError_ for a start, end or step that is not a number, ValueError_ for step 0
+    (also a step that truncates to 0 for int64), an end on the other side of start
+    than step goes, or a start or end that is not finite, DTypeError for bool.
     """
     device = backend.check_device(device)
     if end is None:
+        if start is None:
+            raise TypeError_("arange needs an end, e.g. arange(5) or arange(0, 1, 0.25)")
         start, end = 0, start
+    elif start is None:
+        start = 0
     start, end, step = (_number_arg("arange", n, v, "arange(0, 1, 0.25)")
                         for n, v in (("start", start), ("end", end), ("step", step)))
+    if dtype is None:
+        whole = (*backend.HOST_INT, *backend.HOST_BOOL)
+        dt = backend.int64 if all(isinstance(v, whole) for v in (start, end, step)) else \
+            backend.get_default_dtype()
+    else:
+        dt = backend.as_dtype(dtype)
+    if dt is backend.bool_:     # torch: not implemented for bool
+        raise DTypeError("arange makes numbers, not bools; give an integer or floating dtype")
     if step == 0:
         raise ValueError_("arange: step must not be 0")
     if not all(math.isfinite(v) for v in (start, end, step)):       # torch: "unsupported range"
         raise ValueError_(f"arange: start, end and step must be finite numbers, not {shown(start)}, "
                           f"{shown(end)} and {shown(step)}")
-    if dtype is None:
-        ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end, step))
-        dt = backend.int64 if ints else backend.get_default_dtype()
-    else:
-        dt = backend.as_dtype(dtype)
-    arr = _make("arange", device, dt, start, end, step, chunks=chunks)
+    n, first, by, compute = _arange_size(start, end, step, dt)
+    idx = _make("arange", device, compute, 0, n, 1, chunks=chunks)
+    with ieee():
+        arr = first + idx * by      # torch's kernel: start + i * step, in int64 or float64
+    if compute is not dt:
+        arr = backend.namespace_of(arr).astype(arr, backend.native_dtype(dt, backend.namespace_of(arr)))
     return _finish(arr, device, requires_grad)
+
+
+def _arange_size(start, end, step, dt):
+    """``(size, start, step, the dtype the values are computed in)`` as torch's arange makes
+    them: checked on the arguments as given (for int64 the step once truncated: torch refuses
+    one that truncates to 0 there, and takes it for the smaller integer dtypes); sized from
+    them (int64 from the truncated ones: ceil((end - start) / step) in integers); the values
+    ``start + i*step`` in float64, or for an integer dtype in int64 from start and step
+    truncated toward 0. ValueError_ for an end on the other side of start than step goes."""
+    if not dt.is_floating and dt is backend.int64 and int(step) == 0:
+        raise ValueError_(f"arange: step must not be 0 (int64 truncates the step {shown(step)} to 0)")
+    if not (step > 0 and end >= start or step < 0 and end <= start):
+        raise ValueError_(f"arange: end {shown(end)} is on the other side of start {shown(start)} than step "
+                          f"{shown(step)} goes; swap them or change the step's sign")
+    if dt is backend.int64:
+        xs, xe, xst = int(start), int(end), int(step)
+        n = (abs(xe - xs) + abs(xst) - 1) // abs(xst)
+    else:
+        n = math.ceil((float(end) - float(start)) / float(step))
+    if n > 2 ** 63 - 1:
+        raise ValueError_(f"arange: {n} values are too many")
+    if dt.is_floating:
+        return n, float(start), float(step), backend.float64
+    return n, int(start), int(step), backend.int64
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False, chunks=None):

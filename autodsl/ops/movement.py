@@ -137,7 +137,10 @@ class Expand(Op):
 
 @defop("cat")
 class Cat(Op):
-    """Join tensors along an existing dim."""
+    """Join tensors along an existing dim (in the dtype they promote to, as torch). A 1-d empty
+    tensor, shape (0,), is skipped beside tensors of other shapes, as torch still does for its
+    old "empty" tensors; its gradient is empty."""
+    promote = True
 
     def forward(self, *arrays, dim=0):
         if not arrays:
@@ -146,14 +149,19 @@ class Cat(Op):
             if a.ndim == 0:         # torch: "zero-dimensional tensor (at position i) cannot be concatenated"
                 raise ShapeError(f"cat: the tensor at position {i} is 0-d (a single number) and has no dim "
                                  "to join along; stack([...]) joins numbers into a 1-d tensor")
-        d = _dim(dim, arrays[0].ndim)
+        skip = [a.ndim == 1 and a.shape[0] == 0 for a in arrays]
+        kept = [a for a, s in zip(arrays, skip) if not s]
+        xp = namespace_of(arrays[0])
+        if not kept:                # all of them (0,): torch gives (0,) whatever the dim
+            self.dim, self.sizes = 0, [0] * len(arrays)
+            return backend.contiguous(xp.concat(list(arrays), axis=0))
+        d = _dim(dim, kept[0].ndim)
         self.dim = d
-        self.sizes = [a.shape[d] for a in arrays]
+        self.sizes = [None if s else a.shape[d] for a, s in zip(arrays, skip)]
         try:
-            xp = namespace_of(arrays[0])
-            return backend.contiguous(xp.concat(list(arrays), axis=d))   # torch: a contiguous result
+            return backend.contiguous(xp.concat(kept, axis=d))   # torch: a contiguous result
         except ValueError:
-            raise ShapeError(f"cat along dim {d}: shapes {[a.shape for a in arrays]} must match except "
+            raise ShapeError(f"cat along dim {d}: shapes {[a.shape for a in kept]} must match except "
                              f"in dim {d}") from None
 
     rule = "the slice of grad where this input was placed"
@@ -163,6 +171,9 @@ class Cat(Op):
         start = 0
         lead = (slice(None),) * self.dim
         for n, need in zip(self.sizes, self.needs_input_grad):
+            if n is None:       # a skipped (0,): an empty gradient of its shape
+                out.append(g.reshape(-1)[0:0] if need else None)
+                continue
             out.append(g[lead + (slice(start, start + n),)] if need else None)
             start += n
         return tuple(out)
@@ -170,7 +181,8 @@ class Cat(Op):
 
 @defop("stack")
 class Stack(Op):
-    """Join tensors of one shape along a new dim."""
+    """Join tensors of one shape along a new dim (in the dtype they promote to, as torch)."""
+    promote = True
 
     def forward(self, *arrays, dim=0):
         if not arrays:

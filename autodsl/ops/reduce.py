@@ -39,17 +39,19 @@ def _axes(dim, ndim):
     out = []
     n = builtins.max(ndim, 1)
     for d in dims:
-        if isinstance(d, bool) or not isinstance(d, int):
-            try:
+        if not isinstance(d, int) or isinstance(d, bool):
+            try:        # (torch takes no true/false or 1.0 for a dim either)
+                if isinstance(d, (*backend.HOST_BOOL, *backend.HOST_FLOAT)):
+                    raise TypeError
                 d = int(d)
             except Exception:  # noqa: BLE001
                 raise TypeError_(f"dim must be an integer or a list of integers, not {shown(d)}") from None
         if not -n <= d < n:
             raise IndexError_(f"dim {d} is out of range for a tensor with {ndim} dimensions "
                               f"(valid: {-n} to {n - 1})")
-        if ndim and d % n in out:        # torch: "dim 0 appears multiple times in the list of dims"
+        if d % n in out:        # torch: "dim 0 appears multiple times in the list of dims" (0-d too)
             raise IndexError_(f"dim {d % n} appears more than once in the list of dims {list(dims)}")
-        out.append(d % n if ndim else 0)
+        out.append(d % n)
     return tuple(sorted(set(out))) if ndim else ()
 
 
@@ -365,6 +367,8 @@ class PNorm(_Reduction):
 
     def forward(self, a, p, dim=None, keepdim=False):
         axes = self._setup(a, dim, keepdim)
+        if p < 0:
+            _no_identity(a, dim, axes, p)
         self.p = p
         self.save_for_backward(self.inputs[0])
         xp = namespace_of(a)
@@ -407,18 +411,26 @@ class L1Norm(_Reduction):
         return (self._expand(g) * sign(x),)     # torch: sgn(x) * grad; sign(0) = sign(nan) = 0
 
 
+def _no_identity(a, dim, axes, p):
+    """torch's error for a norm without an identity (p = inf, -inf or negative) over no elements."""
+    if a.size == 0 and (dim is None or any(a.shape[ax] == 0 for ax in axes)):
+        largest = {math.inf: "the largest |x|", -math.inf: "the smallest |x|"}.get(p, f"(sum |x|^{shown(p)})^(1/p)")
+        raise RuntimeError_(f"norm(p={shown(p)}) of no elements (shape {a.shape}) has no value, as "
+                            f"{largest} of nothing; reduce over dims of nonzero size")
+
+
 @defop("norm_inf", node_name="NormBackward", public=False)
 class InfNorm(_Reduction):
-    """max |a| over dim: the inf-norm."""
+    """max |a| over dim: the inf-norm; with ``smallest``, min |a|: the -inf norm."""
     save_output = True
 
-    def forward(self, a, dim=None, keepdim=False):
+    def forward(self, a, dim=None, keepdim=False, smallest=False):
         axes = self._setup(a, dim, keepdim)
-        if a.size == 0 and (dim is None or any(a.shape[ax] == 0 for ax in axes)):
-            raise RuntimeError_(f"norm(p=inf) of no elements (shape {a.shape}) has no value, as the "
-                                "largest |x| of nothing; reduce over dims of nonzero size")
+        _no_identity(a, dim, axes, -math.inf if smallest else math.inf)
         self.save_for_backward(self.inputs[0])
         xp = namespace_of(a)
+        if smallest:        # (the min of the |x|, nan where one is nan, as torch's)
+            return xp.min(xp.abs(a), axis=axes, keepdims=keepdim)
         if a.size > chunked.LARGE:
             return chunked.amax(xp.abs(a), axes, keepdim)
         return xp.max(xp.abs(a), axis=axes, keepdims=keepdim)
@@ -436,6 +448,21 @@ class InfNorm(_Reduction):
         mask = Tensor((ax == o._data) | xp.isnan(ax), _device=x.device)
         count = mask.sum(dim=self.axes, keepdim=True)
         return (sign(x) * (self._spread(g) / count * mask),)
+
+
+@defop("norm_0", node_name="NormBackward", public=False)
+class ZeroNorm(_Reduction):
+    """The number of nonzero elements over dim (a nan counts), in a's dtype: the "0-norm"."""
+
+    def forward(self, a, dim=None, keepdim=False):
+        axes = self._setup(a, dim, keepdim)
+        xp = namespace_of(a)
+        return xp.sum(xp.astype(a != 0, a.dtype), axis=axes, keepdims=keepdim)
+
+    rule = "none (a count: torch sends no gradient, and .grad stays none)"
+
+    def backward(self, g):
+        return (None,)
 
 
 @defop("var")
@@ -694,36 +721,61 @@ def min(input, other=None, dim=None, keepdim=False):
 
 
 def norm(input, p=2, dim=None, keepdim=False):
-    """The p-norm of a floating tensor over all dims or ``dim``: p = 2 (default), 1, inf, or any
-    positive number (DTypeError for an integer tensor, as torch). The gradient of the 2-norm at
-    the zero vector is 0. Example: ``norm(x)``, ``x.norm(p=1)``
+    """The p-norm of a floating tensor over all dims or ``dim``, as torch.linalg.vector_norm:
+    p = 2 (default; none and "fro" mean 2), 1, inf (the largest |x|), -inf (the smallest), 0
+    (the number of nonzero elements: no gradient, .grad stays none, as torch), or any other
+    number, (sum |x|^p)^(1/p) (0 when an element is 0 and p < 0). DTypeError for an integer
+    tensor, RuntimeError for p = inf, -inf or negative over no elements (no identity), as
+    torch. The gradient of the 2-norm at the zero vector is 0. Example: ``norm(x)``,
+    ``x.norm(p=1)``
     """
     input = floating_input("norm", input)
-    if p == 2 or p == "fro":
+    if p is None or p == "fro":
+        p = 2
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or p != p:
+        raise ValueError_(f"norm: p must be a number (or inf, -inf, \"fro\"), not {shown(p)}")
+    if p == 2:
         return apply(Norm, input, dim=dim, keepdim=keepdim)
     if p == 1:
         return apply(L1Norm, input, dim=dim, keepdim=keepdim)
-    if p == float("inf"):
-        return apply(InfNorm, input, dim=dim, keepdim=keepdim)
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or p <= 0:
-        raise ValueError_(f"norm: p must be a positive number or inf, not {shown(p)}")
+    if p == math.inf or p == -math.inf:
+        return apply(InfNorm, input, dim=dim, keepdim=keepdim, smallest=p < 0)
+    if p == 0:
+        return apply(ZeroNorm, input, dim=dim, keepdim=keepdim)
     return apply(PNorm, input, p=float(p), dim=dim, keepdim=keepdim)
 
 
-def var(input, dim=None, keepdim=False, correction=1, unbiased=None):
-    """Variance, divided by n - correction (correction=1: Bessel's; ``unbiased=false`` means 0).
-    Example: ``x.var(dim=0)``
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Variance over all dims or ``dim``, divided by n - correction (correction=1, Bessel's,
+    unless told otherwise; ``unbiased=false`` means 0), with torch's signatures: ``var(x, dim,
+    unbiased, keepdim)``, ``var(x, unbiased)``, ``var(x, dim=..., keepdim=..., correction=...)``
+    (correction by keyword only, and not beside unbiased). Example: ``x.var(dim=0)``
     """
-    if unbiased is not None:
-        correction = 1 if unbiased else 0
+    dim, correction = _var_args("var", dim, unbiased, correction)
     return apply(Var, floating_input("var", input), dim=dim, keepdim=keepdim, correction=correction)
 
 
-def std(input, dim=None, keepdim=False, correction=1, unbiased=None):
-    """Standard deviation, sqrt of ``var`` (same keywords). Example: ``std(x)``"""
-    if unbiased is not None:
-        correction = 1 if unbiased else 0
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Standard deviation, sqrt of ``var`` (the same signatures). Example: ``std(x)``"""
+    dim, correction = _var_args("std", dim, unbiased, correction)
     return apply(Std, floating_input("std", input), dim=dim, keepdim=keepdim, correction=correction)
+
+
+def _var_args(name, dim, unbiased, correction):
+    """``(dim, correction)`` from torch's forms: a bool second argument is ``unbiased``."""
+    if isinstance(dim, backend.HOST_BOOL):      # var(x, false): torch's var(input, unbiased)
+        if unbiased is not None:
+            raise TypeError_(f"{name}(x, {shown(dim)}, ...): the second argument is unbiased here, and "
+                             "unbiased is given again; give dim as a number or a list")
+        dim, unbiased = None, dim
+    if unbiased is None:
+        return dim, 1 if correction is None else correction
+    if correction is not None:
+        raise TypeError_(f"{name}: give unbiased or correction, not both (unbiased=false is correction=0)")
+    if not isinstance(unbiased, backend.HOST_BOOL):
+        raise TypeError_(f"{name}: unbiased must be true or false, not {shown(unbiased)}; for a dim "
+                         f"and keepdim write {name}(x, dim, keepdim=true)")
+    return dim, 1 if unbiased else 0
 
 
 def logsumexp(input, dim, keepdim=False):

@@ -787,7 +787,7 @@ _FRAMES_TO_CALLER = 4 if type(apply).__name__ == "function" else 1
 # the built-in a user called, for the ops that are one of its forms (max(x) is max_all)
 _SAID_AS = {"max_all": "max", "max_dim": "max", "min_all": "min", "clamp_max": "clamp",
             "clamp_min": "clamp", "div_floor": "div", "div_trunc": "div", "norm_1": "norm",
-            "norm_inf": "norm", "pnorm": "norm", "sum_to": "sum", "threshold_backward": "relu"}
+            "norm_inf": "norm", "norm_0": "norm", "pnorm": "norm", "sum_to": "sum", "threshold_backward": "relu"}
 
 
 def _said(cls) -> str:
