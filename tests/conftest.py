@@ -52,6 +52,17 @@ def _op_table_device(request):
         yield
 
 
+@pytest.fixture
+def torch_float64():
+    """While a test runs, torch's default float dtype is float64, autodsl's (tests that compare
+    the two on Python numbers use it: ``pytestmark = pytest.mark.usefixtures("torch_float64")``)."""
+    import torch
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(old)
+
+
 def pytest_report_header(config):
     import importlib.util
     from autodsl import backend

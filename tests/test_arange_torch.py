@@ -9,6 +9,7 @@ import pytest
 import autodsl as ad
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.usefixtures("torch_float64")     # autodsl's default float dtype
 
 
 def _cases(seed, n=300):
@@ -46,14 +47,6 @@ def _both(start, end, step, dtype):
     except (RuntimeError, ValueError) as e:
         t = e
     return a, t
-
-
-@pytest.fixture(autouse=True)
-def _float64_default():
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)     # autodsl's default float dtype
-    yield
-    torch.set_default_dtype(old)
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -8,13 +8,7 @@ import autodsl as ad
 torch = pytest.importorskip("torch")
 
 
-@pytest.fixture(autouse=True)
-def _torch_float64():
-    """autodsl's default float dtype is float64: torch's too while these tests run."""
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    yield
-    torch.set_default_dtype(old)
+pytestmark = pytest.mark.usefixtures("torch_float64")     # autodsl's default float dtype
 
 
 def _t(values, dtype=torch.float64, requires_grad=False):

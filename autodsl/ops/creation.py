@@ -304,7 +304,7 @@ def _arange_size(start, end, step, dt):
     them (int64 from the truncated ones: ceil((end - start) / step) in integers); the values
     ``start + i*step`` in float64, or for an integer dtype in int64 from start and step
     truncated toward 0. ValueError_ for an end on the other side of start than step goes."""
-    if not dt.is_floating and dt is backend.int64 and int(step) == 0:
+    if dt is backend.int64 and int(step) == 0:
         raise ValueError_(f"arange: step must not be 0 (int64 truncates the step {shown(step)} to 0)")
     if not (step > 0 and end >= start or step < 0 and end <= start):
         raise ValueError_(f"arange: end {shown(end)} is on the other side of start {shown(start)} than step "
@@ -322,10 +322,14 @@ def _arange_size(start, end, step, dt):
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False, chunks=None):
-    """``steps`` evenly spaced values from start to end, both included. Example: ``linspace(0, 1, 5)``
+    """``steps`` evenly spaced values from start to end, both included, as torch.linspace: the
+    step (end - start) / (steps - 1) in the dtype (float64 for an integer dtype, whose start and
+    end are first made integers, truncated toward 0), the first half of the values
+    ``start + i*step``, the rest ``end - (steps - 1 - i)*step``. Example: ``linspace(0, 1, 5)``
 
     Raises TypeError_ for a start or end that is not a number or steps that is not a whole number,
-    ValueError_ for negative steps."""
+    ValueError_ for negative steps or, with an integer dtype, a start or end it cannot hold,
+    DTypeError for bool."""
     device = backend.check_device(device)
     start, end = (_number_arg("linspace", n, v, "linspace(0, 1, 5)") for n, v in (("start", start), ("end", end)))
     if isinstance(steps, bool) or not isinstance(steps, backend.HOST_INT):     # torch: steps is an int
@@ -334,7 +338,31 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False, ch
     steps = int(steps)
     if steps < 0:
         raise ValueError_("linspace: steps must be non-negative")
-    arr = _make("linspace", device, _dtype(dtype), start, end, steps, chunks=chunks)
+    dt = _dtype(dtype)
+    if dt is backend.bool_:         # torch: not implemented for bool
+        raise DTypeError("linspace makes numbers, not bools; give an integer or floating dtype")
+    if dt.is_floating:
+        compute = dt
+    else:
+        bits = dt.np.itemsize * 8
+        for name, v in (("start", start), ("end", end)):
+            if not (math.isfinite(v) and -2 ** (bits - 1) <= math.trunc(v) < 2 ** (bits - 1)):
+                raise ValueError_(f"linspace: {name} {shown(v)} does not fit {dt.name}; give a floating dtype")
+        start, end = math.trunc(start), math.trunc(end)
+        compute = backend.float64
+    idx = _make("arange", device, compute, 0, steps, 1, chunks=chunks)
+    xp = backend.namespace_of(idx)
+    cdt = backend.native_dtype(compute, xp)
+    s0, s1 = xp.asarray(start, dtype=cdt), xp.asarray(end, dtype=cdt)
+    with ieee():        # IEEE results (linspace(0, inf, 3) is nan), no NumPy warning
+        if steps == 1:
+            arr = xp.zeros((1,), dtype=cdt) + s0
+        else:
+            step = (s1 - s0) / xp.asarray(steps - 1, dtype=cdt)
+            half = steps // 2
+            arr = xp.where(idx < half, s0 + step * idx, s1 - step * (xp.asarray(steps - 1, dtype=cdt) - idx))
+    if compute is not dt:
+        arr = xp.astype(arr, backend.native_dtype(dt, xp))
     return _finish(arr, device, requires_grad)
 
 
