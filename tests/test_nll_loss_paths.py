@@ -109,3 +109,17 @@ def test_one_rounding_of_the_double_quotient_is_the_float32_quotient():
     # why the unmasked path may round -1/n once from a double (below 2**24, where n is exact)
     n = np.unique(np.random.default_rng(3).integers(1, 1 << 24, 1_000_000)).astype(np.float64)
     assert np.array_equal(np.float32(-1) / n.astype(np.float32), (-1.0 / n).astype(np.float32))
+
+
+@pytest.mark.parametrize("eps", [-0.1, float("nan")])
+def test_label_smoothing_below_zero_or_nan_smooths_nothing_as_torch(eps):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(4)
+    z, y = rng.standard_normal((5, 3)), rng.integers(0, 3, 5)
+    plain, _ = _loss_and_grad(z, y)
+    got, _ = _loss_and_grad(z, y, label_smoothing=eps)
+    assert got.tobytes() == plain.tobytes()
+    want = torch.nn.functional.cross_entropy(torch.tensor(z), torch.tensor(y), label_smoothing=eps)
+    assert got == pytest.approx(want.item(), rel=1e-14)
+    with pytest.raises(ad.DSLError, match="label_smoothing"):
+        _loss_and_grad(z, y, label_smoothing=1.5)

@@ -355,7 +355,7 @@ def _masked_fill(x, m, value, what="masked_fill"):
         if value.dtype is not x.dtype and value.dtype.is_floating:
             value = to_op(value, dtype=x.dtype)     # the gradient comes back in value's dtype
         return apply(MaskedFill, x, m, value)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not isinstance(value, (int, float)):     # (true/false too, as torch: 1 and 0 in a number tensor)
         raise TypeError_(f"{what}: value must be a number or a 0-d tensor, not {kind(value)}")
     _check_fill_value(value, x, what)
     return apply(MaskedFill, x, m, number=value)

@@ -267,7 +267,8 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     ``weight``: one value per class; ``ignore_index``: class-index targets left out;
     ``reduction``: "mean" (for indices divided by the sum of the counted targets' weights, for
     probabilities by the number of samples N·d1·...), "sum" or "none"; ``label_smoothing`` in
-    [0, 1] mixes the target with the uniform distribution over the C classes. Computed from
+    [0, 1] mixes the target with the uniform distribution over the C classes (below 0, or nan,
+    it mixes nothing, as torch; above 1 raises). Computed from
     log_softmax(input, dim=class dim), stable for large logits. Example: ``cross_entropy(logits, labels)``
     """
     _check_reduction(reduction)
@@ -276,7 +277,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     if x.ndim == 0:
         raise ShapeError("cross_entropy needs input of shape (N, C), (C,) or (N, C, d1, ...), got a scalar")
     if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float)) \
-            or not 0.0 <= label_smoothing <= 1.0:
+            or label_smoothing > 1.0:      # (torch: at most 1; below 0, or nan, it smooths nothing)
         raise ValueError_(f"cross_entropy: label_smoothing must be a number in [0, 1], not {shown(label_smoothing)}")
     cdim = 0 if x.ndim == 1 else 1
     n_classes = x.shape[cdim]
@@ -285,7 +286,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     w = _check_weight("cross_entropy", weight, n_classes, None if t.dtype.is_floating else x.dtype)
     wb = None if w is None else w if x.ndim == 1 else M.reshape(w, (1, n_classes) + (1,) * (x.ndim - 2))
     logp = apply(R.LogSoftmax, x, dim=cdim)     # (x is floating: R.log_softmax's check is done)
-    eps = float(label_smoothing)
+    eps = float(label_smoothing) if label_smoothing > 0.0 else 0.0
     per_class = eps / n_classes if n_classes else 0.0      # (no class: nothing to spread it over)
     if t.dtype.is_floating:
         if t.shape != x.shape:

@@ -30,6 +30,10 @@ def _r(fn):
 
 
 def _setitem(self, key, value):
+    split = None if isinstance(key, M._Raw) else M.ints_first(M._key_arrays(key))
+    if split is not None:       # x[1, :, idx] = v writes x[1][:, idx], as torch (M.ints_first)
+        _setitem(M.getitem(self, M._Raw(split[0])), M._Raw(split[1]), value)
+        return
     inplace(lambda t, v: M.index_put(t, key, v), self, value, what="writing x[...] =")
 
 

@@ -370,10 +370,43 @@ class _Raw(tuple):
 
 def getitem(input, key):
     """input[key]: an int, a slice, a list of those, ``none``, or an integer/bool tensor.
-    Gathering with repeated indices adds their gradients. Example: ``x[0]``, ``x[:, 1:3]``, ``x[idx]``
+    Gathering with repeated indices adds their gradients. Ints beside tensor (or list) indices
+    select first, as in torch: ``x[1, :, idx]`` is ``x[1][:, idx]`` (NumPy would count the 1
+    with idx and put their dim first). Example: ``x[0]``, ``x[:, 1:3]``, ``x[idx]``
     """
-    k = key if isinstance(key, _Raw) else _key_arrays(key)
-    return apply(GetItem, input, key=tuple(k))
+    if isinstance(key, _Raw):
+        return apply(GetItem, input, key=tuple(key))
+    k = _key_arrays(key)
+    split = ints_first(k)
+    if split is not None:           # torch's two nodes too: SelectBackward, then IndexBackward
+        return apply(GetItem, apply(GetItem, input, key=split[0]), key=split[1])
+    return apply(GetItem, input, key=k)
+
+
+def ints_first(key):
+    """``(the basic part, the rest)`` of an index (as ``_key_arrays`` makes it) that mixes ints
+    with index arrays, or None: torch applies the ints, slices, ``none`` and ``...`` first and
+    then the arrays, on the dims left, with ``:`` where the basic part's entries were. (NumPy
+    counts an int beside an array as an array index, which moves the indexed dims to the front
+    when a slice separates them.) The two keys are each NumPy's and torch's at once."""
+    def is_array(k):
+        return not (k is None or k is Ellipsis or isinstance(k, (int, slice)))
+    if not any(isinstance(k, int) for k in key) or not any(is_array(k) for k in key):
+        return None
+    basic, rest = [], []
+    for k in key:
+        if isinstance(k, int):
+            basic.append(k)
+        elif k is None or isinstance(k, slice):
+            basic.append(k)
+            rest.append(slice(None))
+        elif k is Ellipsis:
+            basic.append(k)
+            rest.append(k)
+        else:       # an array: its dims (a bool mask's all of them) kept whole for now
+            basic.extend([slice(None)] * (k.ndim if kind_of(k.dtype) == "b" else 1))
+            rest.append(k)
+    return tuple(basic), tuple(rest)
 
 
 def index_put(input, key, value, accumulate=False):
