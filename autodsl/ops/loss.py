@@ -11,6 +11,7 @@ from autodsl.core.grad_mode import is_grad_enabled
 from autodsl.core.tensor import Tensor, as_tensor
 from autodsl.core.words import shown
 from autodsl.errors import AutogradError, DTypeError, ShapeError, ValueError_
+from autodsl.source import warn_user
 from autodsl.ops import compare as C
 from autodsl.ops import elementwise as E
 from autodsl.ops import movement as M
@@ -188,6 +189,10 @@ def mse_loss(input, target, reduction="mean"):
     _check_reduction(reduction)
     x = as_tensor(input)
     y = as_tensor(target, like=x)
+    if x.shape != y.shape and isinstance(target, Tensor):     # torch warns too: (3, 1) and (3,) make (3, 3)
+        warn_user(f"mse_loss: the target's shape {y.shape} is not the input's {x.shape}; they broadcast "
+                  f"to {_broadcast_shape(x.shape, y.shape)}, which is likely not what you want: give "
+                  "both one shape")
     if x.dtype is not y.dtype:
         # torch broadcasts the two first, so a 0-d float64 target makes a float32 input's loss
         # float64 (the 0-d rule of promotion does not apply): both in the wider dtype
@@ -195,6 +200,13 @@ def mse_loss(input, target, reduction="mean"):
         x, y = (x if x.dtype is dt else x.to(dtype=dt)), (y if y.dtype is dt else y.to(dtype=dt))
     R.floating_input("mse_loss", x)
     return apply(MseLoss, x, y, reduction=reduction)
+
+
+def _broadcast_shape(a, b):
+    try:
+        return backend.broadcast_shapes(a, b)
+    except ValueError:
+        return "nothing (they do not fit)"
 
 
 def _check_weight(name, weight, n_classes, dtype=None):

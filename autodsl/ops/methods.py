@@ -23,6 +23,7 @@ from autodsl.ops.registry import install, to_op
 from autodsl.backend import DType
 from autodsl.core.tensor import Tensor
 from autodsl.errors import DeviceError, TypeError_
+from autodsl.core.words import shown
 
 
 def _r(fn):
@@ -49,9 +50,21 @@ def _mT(self):
 _DTYPE_NAMES = ("float32", "float64", "int32", "int64", "bool")
 
 
-def _to(self, device=None, dtype=None):
+_PY_TYPES = {float: "float64", int: "int64", bool: "bool"}     # torch: x.to(float) is float64
+
+
+def _to(self, device=None, dtype=None, copy=False):
     """``x.to("cuda")``, ``x.to(float32)``, ``x.to(device=..., dtype=...)``, ``x.to(other)``
-    (other's dtype and device), as in PyTorch."""
+    (other's dtype and device), as in PyTorch; Python's float, int and bool stand for float64,
+    int64 and bool, and ``copy=true`` gives a new tensor even where nothing changes."""
+    if not isinstance(copy, bool):
+        raise TypeError_(f"x.to(copy=...) must be true or false, not {shown(copy)}")
+    out = _converted(self, _PY_TYPES.get(device, device) if isinstance(device, type) else device,
+                     _PY_TYPES.get(dtype, dtype) if isinstance(dtype, type) else dtype)
+    return E.clone(out) if copy and out is self else out
+
+
+def _converted(self, device, dtype):
     if isinstance(device, Tensor):
         if dtype is not None:
             raise TypeError_("x.to(other) takes other's dtype and device; give no dtype= with it")

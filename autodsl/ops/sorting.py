@@ -163,6 +163,8 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     than the size of dim. Example: ``topk(x, 2).values``"""
     x = as_tensor(input)
     _bool_flag("sorted", sorted)
+    if x.dtype is backend.bool_:        # torch: "topk does not support bool dtypes"
+        raise DTypeError("topk of a bool tensor; convert it first (.to(dtype=int64))")
     if isinstance(k, bool) or not isinstance(k, int):
         raise TypeError_(f"topk: k must be an integer, not {shown(k)}")
     d = _dim(dim, x.ndim)
