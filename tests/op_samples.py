@@ -428,6 +428,14 @@ add("clamp", "min-max", lambda m, x: m.clamp(x, min=-0.5, max=0.5), away_from((2
 add("clamp", "min-only", lambda m, x: m.clamp(x, min=0.2), away_from((3,), (0.2,)))
 add("clamp", "max-only", lambda m, x: m.clamp(x, max=-0.1), away_from((3,), (-0.1,)))
 add("clamp", "scalar", lambda m, x: m.clamp(x, min=-1.0, max=1.0), np.array(0.4))
+# tensor bounds (torch's clamp.Tensor), every value at least 0.2 from a bound and lo 0.4 from hi;
+# the second has lo > hi where the result is hi
+add("clamp", "tensor-bounds", lambda m, x, lo, hi: m.clamp(x, lo, hi),
+    np.array([[-1.2, 0.1, 0.9], [0.4, -0.6, 1.4]]), np.array([-0.5, -0.2, 0.3]), np.array(0.7))
+add("clamp", "tensor-bounds-crossed", lambda m, x, lo, hi: m.clamp(x, lo, hi),
+    np.array([0.2, -1.0, 1.5]), np.array([0.8, 0.5, 0.9]), np.array([0.4, 0.1, 1.2]))
+add("clamp", "tensor-bounds-scalar", lambda m, x, lo, hi: m.clamp(x, lo, hi),
+    np.array(0.1), np.array(-0.4), np.array(0.6))
 _cond = np.array([[True, False, True], [False, False, True]])
 add("where", "2x3", lambda m, c, a, b: m.where(c, a, b), _cond, r(2, 3), r(2, 3))
 add("where", "broadcast", lambda m, c, a, b: m.where(c, a, b), _cond, r(3), r(2, 1))

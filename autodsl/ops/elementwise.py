@@ -20,6 +20,7 @@ from autodsl.errors import TypeError_
 from autodsl.core.tensor import as_tensor
 from autodsl.core.words import kind
 from autodsl.ops.rounding import rounded_div
+from autodsl.ops.compare import logical_and, logical_or
 
 _f64_array = backend.f64_scalar_array
 _ndarray = backend.HOST_ARRAY      # (the 0-d lane's bare constants are host arrays)
@@ -564,6 +565,31 @@ class ClampMax(Op):
         return (where(x <= hi, g, 0.0) if na else None), (where(x > hi, g, 0.0) if nb else None)
 
 
+@defop("clamp_tensor", public=False)
+class ClampTensor(Op):
+    """min(max(a, lo), hi) for tensor bounds lo and hi (nan where any of the three is)."""
+    __slots__ = ()
+    promote = True
+
+    def forward(self, a, lo, hi):
+        self.save_for_backward(*self.inputs)
+        xp = _xp(a)
+        return xp.minimum(xp.maximum(a, lo), hi)
+
+    rule = ("grad * (lo <= a <= hi)", "grad * (a < lo < hi)", "where(a > hi, grad, where(hi < lo, grad, 0))")
+    rule_inputs = ("a", "lo", "hi")
+
+    def backward(self, g):
+        # torch (derivatives.yaml, clamp.Tensor: clamp_backward, clamp_backward_min_max): lo gets
+        # the gradient only where lo < hi, so where a < lo == hi no input gets it; hi gets it
+        # where a > hi or hi < lo (then the result is hi), a nan lo included
+        x, lo, hi = self.saved_tensors
+        na, nl, nh = self.needs_input_grad
+        return ((where(logical_and(x >= lo, x <= hi), g, 0.0) if na else None),
+                (where(logical_and(x < lo, lo < hi), g, 0.0) if nl else None),
+                (where(logical_or(x > hi, hi < lo), g, 0.0) if nh else None))
+
+
 @defop("where")
 class Where(Op):
     """Pick a where cond is true, b elsewhere (selects; never blends, so nan in the
@@ -768,20 +794,24 @@ def sign(input):
 
 
 def clamp(input, min=None, max=None):
-    """Limit input to [min, max] (numbers; either may be none). The gradient is 1 inside
-    the interval and at its bounds, 0 outside (PyTorch's convention).
+    """Limit input to [min, max] (numbers or tensors that broadcast with input; either may be
+    none). The gradient is 1 inside the interval and at its bounds, 0 outside (PyTorch's
+    convention); tensor bounds get theirs as torch's clamp.Tensor gives them (lo where input <
+    lo < hi, hi where input > hi or hi < lo). Raises TypeError_ for neither bound, or a bound
+    that is no number or tensor; ValueError_ for an integer bound outside an integer input's range.
 
-    Example: ``clamp(x, min=0, max=1)``
+    Example: ``clamp(x, min=0, max=1)``, ``clamp(x, lo, hi)``
     """
     if min is None and max is None:
         raise TypeError_("clamp needs at least one of min= and max=")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = input
-        if min is not None:
-            out = apply(ClampMin, out, min)
-        if max is not None:
-            out = apply(ClampMax, out, max)
-        return out
+        if min is None:
+            return apply(ClampMax, input, max)
+        if max is None:
+            return apply(ClampMin, input, min)
+        # one op, as torch's clamp.Tensor: its gradients at lo == hi are not the two ops' in turn
+        # (a number beside a tensor bound, which torch refuses, is a constant tensor bound)
+        return apply(ClampTensor, input, min, max)
     for v, nm in ((min, "min"), (max, "max")):
         if v is not None and not isinstance(v, (int, float)):
             raise TypeError_(f"clamp: {nm} must be a number or a tensor, not {kind(v)}")

@@ -7,6 +7,8 @@ with their input, as PyTorch's views do.
 from __future__ import annotations
 
 import builtins
+import numbers
+import operator
 
 import autodsl.backend as backend
 from autodsl.backend import kind_of, namespace_of, scatter_add
@@ -207,6 +209,8 @@ def _key_arrays(key):
         key = (key,)
     out = []
     for k in key:
+        if type(k) is not int and not isinstance(k, bool) and isinstance(k, numbers.Integral):
+            k = operator.index(k)   # NumPy's integer scalars (np.int64(1)) index as ints, as in torch
         if isinstance(k, Tensor):
             if k.dtype.is_floating:
                 raise IndexError_("tensors used as indices must be integer or bool tensors "
