@@ -37,6 +37,7 @@ from autodsl.ops.elementwise import (abs, add, clamp, clone, cos, div, exp, log,
 from autodsl.ops.linalg import matmul
 from autodsl.tools.plot import plot
 from autodsl.ops.loss import cross_entropy, mse_loss, nll_loss
+from autodsl.ops.binary_loss import binary_cross_entropy, binary_cross_entropy_with_logits
 from autodsl.ops.movement import (cat, expand, flatten, getitem, index_put, permute, reshape, squeeze,
                            stack, transpose, unsqueeze, view)
 from autodsl.ops.reduce import (amax, amin, log_softmax, logsumexp, max, mean, min, norm, prod, softmax,  # noqa: A004
@@ -87,6 +88,7 @@ __all__ = [
     "argmax", "argmin",
     # linear algebra and losses
     "matmul", "einsum", "det", "inverse", "solve", "mse_loss", "nll_loss", "cross_entropy",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits",
     # autograd
     "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
     "jacobian", "hessian", "vjp", "jvp", "hvp", "vhp",

@@ -609,6 +609,7 @@ COMPOSITES = ["max", "min", "norm_p1", "norm_pinf", "norm_p3", "cross_entropy", 
 import op_samples_pointwise  # noqa: E402,F401
 import op_samples_indexing  # noqa: E402,F401
 import op_samples_linalg  # noqa: E402,F401
+import op_samples_binary_loss  # noqa: E402,F401
 
 
 def samples_for(name):
