@@ -115,3 +115,75 @@ def test_the_language_trains_a_logistic_regression():
           "bce = binary_cross_entropy(p, y)\n")
     assert s.get("bce").item() == pytest.approx(s.get("loss").item(), rel=0.05)
     assert (s.get("p").numpy() > 0.5).tolist() == [False, True, True, False]
+
+
+def _second_order(fn_name, xs, ys, pos_weight=None):
+    """Both gradients and every second derivative of (x, y), in autodsl and torch."""
+    out = []
+    for make, f, grad in ((lambda v: ad.tensor(v, requires_grad=True, dtype=ad.float64), getattr(ad, fn_name),
+                           ad.grad),
+                          (lambda v: torch.tensor(v, requires_grad=True, dtype=torch.float64), getattr(F, fn_name),
+                           torch.autograd.grad)):
+        x, y = make(xs), make(ys)
+        kw = {} if pos_weight is None else {"pos_weight": make(pos_weight).detach()}
+        gx, gy = grad(f(x, y, reduction="sum", **kw), [x, y], create_graph=True)
+        got = [gx.detach().numpy(), gy.detach().numpy()]
+        got += [t.detach().numpy() for t in grad(gx.sum(), [x, y])]
+        got += [grad(gy.sum(), [x])[0].detach().numpy()]
+        out.append(got)
+    return out
+
+
+def test_second_derivatives_at_0_and_1_are_torchs():
+    """torch's own double backward (not the derivative of a clamp: 1e24 at x = 0, y = 1, where a
+    clamp's would be 1e12) and logit's derivative for the target's gradient (-inf, not nan)."""
+    got, want = _second_order("binary_cross_entropy", [0.0, 1.0, 0.0, 1e-13, 0.3, 0.99],
+                              [1.0, 0.0, 0.0, 0.5, 0.6, 0.2])
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    assert got[2][0] == want[2][0] == pytest.approx(1e24, rel=1e-9)
+    assert got[4][0] == -np.inf
+
+
+@pytest.mark.parametrize("pos_weight", [None, [2.0, 0.5, 1.0, 3.0]])
+def test_with_logits_second_derivatives_are_torchs(pos_weight):
+    got, want = _second_order("binary_cross_entropy_with_logits", [0.5, -40.0, 30.0, 0.0], [1.0, 0.0, 1.0, 0.3],
+                              pos_weight)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-300)
+
+
+def test_a_target_outside_0_1_is_refused_as_in_torch():
+    for bad in (2.0, -0.5, float("nan"), float("inf")):
+        with pytest.raises(ad.ValueError_, match="target"):
+            ad.binary_cross_entropy(ad.tensor([0.5]), ad.tensor([bad]))
+        with pytest.raises(RuntimeError):
+            F.binary_cross_entropy(torch.tensor([0.5], dtype=torch.float64), torch.tensor([bad], dtype=torch.float64))
+
+
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+def test_integer_and_bool_weights_are_taken_as_in_torch(dtype):
+    p, y, w = [0.2, 0.5], [1.0, 0.0], [1, 2] if dtype == "int64" else [True, False]
+    got = ad.binary_cross_entropy(ad.tensor(p), ad.tensor(y), weight=ad.tensor(w, dtype=getattr(ad, dtype)))
+    want = F.binary_cross_entropy(torch.tensor(p, dtype=torch.float64), torch.tensor(y, dtype=torch.float64),
+                                  weight=torch.tensor(w))
+    assert got.item() == pytest.approx(want.item(), rel=1e-14)
+
+
+def test_an_integer_pos_weight_is_taken_and_a_bool_one_refused_as_in_torch():
+    p, y = [0.2, 0.5], [1.0, 0.0]
+    got = ad.binary_cross_entropy_with_logits(ad.tensor(p), ad.tensor(y), pos_weight=ad.tensor([1, 2], dtype=ad.int64))
+    want = F.binary_cross_entropy_with_logits(torch.tensor(p, dtype=torch.float64),
+                                              torch.tensor(y, dtype=torch.float64), pos_weight=torch.tensor([1, 2]))
+    assert got.item() == pytest.approx(want.item(), rel=1e-14)
+    with pytest.raises(ad.DTypeError):
+        ad.binary_cross_entropy_with_logits(ad.tensor(p), ad.tensor(y), pos_weight=ad.tensor([True, False]))
+    with pytest.raises(RuntimeError):
+        F.binary_cross_entropy_with_logits(torch.tensor(p), torch.tensor(y), pos_weight=torch.tensor([True, False]))
+
+
+def test_with_logits_rounds_as_torch_across_dtypes():
+    """logsigmoid in the input's dtype, the rest in the target's: torch's values bit for bit here."""
+    got = ad.binary_cross_entropy_with_logits(ad.tensor([0.2, 0.5], dtype=ad.float32), ad.tensor([1.0, 0.0]))
+    want = F.binary_cross_entropy_with_logits(torch.tensor([0.2, 0.5]), torch.tensor([1.0, 0.0], dtype=torch.float64))
+    assert got.item() == want.item()
