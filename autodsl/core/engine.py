@@ -119,20 +119,21 @@ class GraphTask:
     # (their ticks), so the order of the pass is the heap's.
     @cython.locals(node=Node, nxt=Node, ready=Node, og=TensorFields, prev=TensorFields)
     def _run(self, stepping):
-        roots = tuple(dict.fromkeys(node for node, _ in self.seeds))
+        seeds = self.seeds      # (one root, the usual backward, without the dedupe of several)
+        roots = (seeds[0][0],) if len(seeds) == 1 else tuple(dict.fromkeys([node for node, _ in seeds]))
         deps = dependency_counts(roots)
         self._needed_nodes = self._needed(roots, deps) if self.targets is not None else None
         ctx = current()
         anomaly, limits = ctx.anomaly, ctx.limits   # (a Session's time limit holds between nodes too)
-        obs = self._observers = tuple(o for o in (self.recorder, anomaly) if o is not None)
+        obs = self._observers = tuple([o for o in (self.recorder, anomaly) if o is not None])
         for o in obs:
             o.start(roots, self.create_graph)
         create_graph = self.create_graph
         buffers, heap, tick = {}, [], count()
-        for node, g in self.seeds:
+        for node, g in seeds:
             prev = buffers.get(node)
             buffers[node] = g if prev is None else _add(prev, g, create_graph)
-        for node in dict.fromkeys(node for node, _ in self.seeds):
+        for node in roots:
             if deps.get(node, 0) == 0:
                 heapq.heappush(heap, (-node.seq_nr, next(tick), node))
         self._captured, self._staged, self._ran = {}, {}, []

@@ -525,7 +525,11 @@ class AccumulateGrad(Node):
     __slots__ = ("variable",)
 
     def __init__(self, variable):
-        super().__init__()
+        # (Node.__init__'s fields set here: its sequence number and source position would be
+        # overwritten, and the position's frame walk was most of a leaf's first op)
+        self.next_edges = ()
+        self._saved = self._retained = self._pre_hooks = None
+        self._released = False
         self.variable = variable
         self.pos = None
         self.input_shapes = (tuple(variable.shape),)

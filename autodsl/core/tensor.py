@@ -518,6 +518,13 @@ def make_seeds(tensors, grad_tensors, what: str):
     A scalar root without a gradient is seeded with 1; a non-scalar one needs
     a gradient of its shape (AutogradError / ShapeError otherwise).
     """
+    if type(tensors) is list and len(tensors) == 1 and grad_tensors is None:
+        # (the usual backward: one 0-d host root that requires grad, seeded with a new 1)
+        t = tensors[0]
+        if type(t) is Tensor and t._requires_grad:
+            d = t._data
+            if type(d) is _ndarray and d.ndim == 0:
+                return [(t._gradient_edge(), new_tensor(_scalar_array(1, dtype=d.dtype), t.device))]
     if isinstance(tensors, Tensor):
         tensors = [tensors]
     if not isinstance(tensors, (list, tuple)):
