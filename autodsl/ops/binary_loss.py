@@ -8,13 +8,13 @@ from autodsl import backend
 from autodsl.backend import namespace_of
 from autodsl.core import deferred
 from autodsl.core.grad_mode import is_grad_enabled
-from autodsl.core.tensor import Tensor, as_tensor
+from autodsl.core.tensor import as_tensor
 from autodsl.errors import AutogradError, DTypeError, ShapeError, ValueError_
 from autodsl.ops import elementwise as E
 from autodsl.ops import reduce as R
 from autodsl.ops.loss import _check_reduction
 from autodsl.ops.registry import Op, apply, defop
-from autodsl.ops.special import logsigmoid
+from autodsl.ops.special import log_sigmoid_array, logsigmoid
 from autodsl.ops.elementwise import sigmoid
 from autodsl.ops.compare import logical_and
 
@@ -130,7 +130,7 @@ class BinaryCrossEntropyWithLogitsTerms(Op):
 
     def forward(self, x, y):
         self.save_for_backward(*self.inputs)
-        return _in_dtype_of(y, (1 - y) * x - _log_sigmoid(x))
+        return _in_dtype_of(y, (1 - y) * x - log_sigmoid_array(x))
 
     rule = ("grad * (1 / (1 + exp(-a)) - b)", "-grad * a")
 
@@ -151,7 +151,7 @@ class BinaryCrossEntropyWithLogitsPosWeight(Op):
 
     def forward(self, x, y, pw):
         self.save_for_backward(*self.inputs)
-        log_sig = _log_sigmoid(x)
+        log_sig = log_sigmoid_array(x)
         log_sig = _in_dtype_of(log_sig, log_sig * ((pw - 1) * y + 1))    # torch: in place, x's dtype
         return _in_dtype_of(y, (1 - y) * x - log_sig)
 
@@ -172,12 +172,6 @@ class BinaryCrossEntropyWithLogitsPosWeight(Op):
 def _in_dtype_of(like, a):
     """``a`` in ``like``'s dtype (torch's in-place results keep their tensor's dtype)."""
     return a if a.dtype == like.dtype else namespace_of(a).astype(a, like.dtype)
-
-
-def _log_sigmoid(x):
-    """The arrays' logsigmoid, as ops/special.py's Logsigmoid computes it."""
-    xp = namespace_of(x)
-    return xp.minimum(x, backend.zero_of(x)) - xp.log1p(xp.exp(-xp.abs(x)))
 
 
 def _weight(name, what, weight, x):
@@ -238,11 +232,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     """Binary cross-entropy of logits, as torch.nn.functional.binary_cross_entropy_with_logits:
     ``weight * ((1 - target) * input - (1 + (pos_weight - 1) * target) * logsigmoid(input))``
     (torch's own formula: no overflow at any logit), then ``reduction``; one op with torch's
-    gradients. ``input``: raw scores,
-    any floating shape; ``target``: the same shape, floating (the result has its dtype, as in
-    torch); ``weight`` broadcasts to input's shape; ``pos_weight`` (one value per class, the last
-    dim) weighs the positive term. Gradient: ``(1 + (pos_weight - 1) * target) * sigmoid(input) -
-    pos_weight * target`` for input.
+    gradients. ``input``: raw scores, any floating shape; ``target``: the same shape, floating
+    (the result has its dtype, as in torch); ``weight`` broadcasts to input's shape;
+    ``pos_weight`` (one value per class, the last dim) weighs the positive term. Gradient:
+    ``(1 + (pos_weight - 1) * target) * sigmoid(input) - pos_weight * target`` for input.
 
     Raises DTypeError (a non-floating input or target, a bool pos_weight), ShapeError (target's
     shape not input's, a weight that does not broadcast to it), AutogradError (a weight or

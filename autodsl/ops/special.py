@@ -120,6 +120,12 @@ class Softplus(Op):
         return (where(xb > self.threshold, g, g * sigmoid(xb)),)
 
 
+def log_sigmoid_array(a):
+    """log(sigmoid(a)) of an array, as min(a, 0) - log(1 + e^-|a|): no overflow, no log(0)."""
+    xp = _xp(a)
+    return xp.minimum(a, backend.zero_of(a)) - xp.log1p(xp.exp(-xp.abs(a)))
+
+
 @defop("logsigmoid")
 class Logsigmoid(Op):
     """log(sigmoid(a)) = min(a, 0) - log(1 + e^-|a|): no overflow, no log(0)."""
@@ -129,8 +135,7 @@ class Logsigmoid(Op):
 
     def forward(self, a):
         self.save_for_backward(self.inputs[0])
-        xp = _xp(a)
-        return xp.minimum(a, backend.zero_of(a)) - xp.log1p(xp.exp(-xp.abs(a)))
+        return log_sigmoid_array(a)
 
     rule = ("grad * (1 - exp(out))",)
 
