@@ -232,6 +232,15 @@ def broadcast_shapes(*shapes) -> tuple:
     return tuple(np.broadcast_shapes(*shapes))
 
 
+def broadcast_shape_or_none(*shapes):
+    """``broadcast_shapes(*shapes)``, or None where they do not broadcast (for a caller that
+    says so in the language's words)."""
+    try:
+        return broadcast_shapes(*shapes)
+    except ValueError:
+        return None
+
+
 # -- namespaces --------------------------------------------------------------------------------
 
 # NumPy >= 2.1 is the standard in its own namespace (np.astype, np.isdtype, np.permute_dims,

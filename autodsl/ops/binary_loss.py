@@ -180,11 +180,7 @@ def _weight(name, what, weight, x):
     if weight is None:
         return None
     w = as_tensor(weight, like=x)
-    try:
-        fits = backend.broadcast_shapes(w.shape, x.shape) == x.shape
-    except ValueError:
-        fits = False
-    if not fits:
+    if backend.broadcast_shape_or_none(w.shape, x.shape) != x.shape:
         raise ShapeError(f"{name}: {what} of shape {w.shape} must broadcast to the input's shape {x.shape}")
     if w.requires_grad and is_grad_enabled():
         raise AutogradError(f"{name} has no gradient for its {what}, as in torch; give {what}.detach() "

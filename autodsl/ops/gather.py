@@ -332,17 +332,10 @@ def masked_fill(input, mask, value):
     """
     x = as_tensor(input)
     m = as_tensor(mask)
-    shape = _broadcast_or_none(m.shape, x.shape)
+    shape = backend.broadcast_shape_or_none(m.shape, x.shape)
     if shape is not None and shape != x.shape:
         x = expand(x, shape)        # torch: expand_outplace(mask, self), then a masked_fill_
     return _masked_fill(x, m, value)
-
-
-def _broadcast_or_none(a, b):
-    try:
-        return backend.broadcast_shapes(a, b)
-    except ValueError:      # NumPy's; MaskedFill says it in the language's words
-        return None
 
 
 def _masked_fill(x, m, value, what="masked_fill"):

@@ -190,9 +190,10 @@ def mse_loss(input, target, reduction="mean"):
     x = as_tensor(input)
     y = as_tensor(target, like=x)
     if x.shape != y.shape and isinstance(target, Tensor):     # torch warns too: (3, 1) and (3,) make (3, 3)
+        shape = backend.broadcast_shape_or_none(x.shape, y.shape)
         warn_user(f"mse_loss: the target's shape {y.shape} is not the input's {x.shape}; they broadcast "
-                  f"to {_broadcast_shape(x.shape, y.shape)}, which is likely not what you want: give "
-                  "both one shape")
+                  f"to {'nothing (they do not fit)' if shape is None else shape}, which is likely not what "
+                  "you want: give both one shape")
     if x.dtype is not y.dtype:
         # torch broadcasts the two first, so a 0-d float64 target makes a float32 input's loss
         # float64 (the 0-d rule of promotion does not apply): both in the wider dtype
@@ -200,13 +201,6 @@ def mse_loss(input, target, reduction="mean"):
         x, y = (x if x.dtype is dt else x.to(dtype=dt)), (y if y.dtype is dt else y.to(dtype=dt))
     R.floating_input("mse_loss", x)
     return apply(MseLoss, x, y, reduction=reduction)
-
-
-def _broadcast_shape(a, b):
-    try:
-        return backend.broadcast_shapes(a, b)
-    except ValueError:
-        return "nothing (they do not fit)"
 
 
 def _check_weight(name, weight, n_classes, dtype=None):
