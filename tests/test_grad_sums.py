@@ -1,9 +1,10 @@
 """The engine's sums of the gradients sent to one node (core/grad_sums.py) and its ready node.
 
-Note [float sums]: 0-d float64 gradients sent to one node are summed as Python floats where
-nothing watches the pass. The sums must be the bits the one-by-one Tensor sums give (the
-pass with the trace on keeps those), in the order the gradients are sent; the order in
-which nodes run must be the heap's (Note [the one ready node], core/engine.py).
+Note [float gradients]: where nothing watches the pass, the 0-d fast path's ops send their
+gradients as Python floats, and the floats sent to one node are summed as floats. The sums must
+be the bits the one-by-one Tensor sums give (the pass with the trace on keeps those), in the
+order the gradients are sent; the order in which nodes run must be the heap's (Note [the one
+ready node], core/engine.py). tests/test_float_gradients.py checks where floats become Tensors.
 """
 import math
 

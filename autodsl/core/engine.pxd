@@ -1,7 +1,6 @@
 # The compiled build's engine reads nodes as the extension type (Note [typed locals] in
 # autodsl/_pure.py).
 from autodsl.core.node cimport Node
-from autodsl.core.tensor_fields cimport TensorFields
 
 cdef class GraphTask:
     cdef public object seeds, retain_graph, create_graph, targets, accumulate, retained, recorder

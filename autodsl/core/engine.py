@@ -18,11 +18,10 @@ except ImportError:
 from autodsl.core import trace as _trace
 from autodsl.context import current
 from autodsl.core.node import AccumulateGrad, Node, dependency_counts, release_nodes
-from autodsl.core.tensor_fields import TensorFields
 from autodsl.source import SOURCE_POS, backward_pos
 from autodsl.core.watch import note_backward
 from autodsl.core.quiet import pass_state
-from autodsl.core.grad_sums import add as _add, send_sum as _send_sum, stage as _stage
+from autodsl.core.grad_sums import add as _add, as_gradient, stage as _stage
 
 __all__ = ["GraphTask"]
 
@@ -117,7 +116,7 @@ class GraphTask:
     # nodes of a graph) runs next without going through the heap, as it would come out of it
     # first anyway; a second one ready beside it sends both to the heap, in the order they came
     # (their ticks), so the order of the pass is the heap's.
-    @cython.locals(node=Node, nxt=Node, ready=Node, og=TensorFields, prev=TensorFields)
+    @cython.locals(node=Node, nxt=Node, ready=Node)
     def _run(self, stepping):
         seeds = self.seeds      # (one root, the usual backward, without the dedupe of several)
         roots = (seeds[0][0],) if len(seeds) == 1 else tuple(dict.fromkeys([node for node, _ in seeds]))
@@ -137,8 +136,8 @@ class GraphTask:
             if deps.get(node, 0) == 0:
                 heapq.heappush(heap, (-node.seq_nr, next(tick), node))
         self._captured, self._staged, self._ran = {}, {}, []
-        # Note [float sums] (core/grad_sums.py): {node: the float sum sent to it}, or None
-        sums = None if stepping or obs or create_graph or ctx.capture is not None else {}
+        # Note [float gradients] (core/grad_sums.py): where nothing reads them on the way
+        floats = not (stepping or obs or create_graph or ctx.capture is not None)
         ready = None        # Note [the one ready node]
         while heap or ready is not None:
             if ready is not None:
@@ -148,11 +147,9 @@ class GraphTask:
             if limits is not None:
                 limits.check_time()     # (before anything of the node runs: nothing is committed)
             g = buffers.pop(node, None)
-            if sums and node in sums:
-                g = g._from_f64(sums.pop(node))
             if stepping:        # pause before anything of the node runs, its hooks included
                 yield node, g, heap, deps, buffers
-            outs = None if g is None else self._evaluate(node, g)
+            outs = None if g is None else self._evaluate(node, g, floats)
             for i, nxt in enumerate(node.next_edges):      # send: each edge's gradient, one count less
                 if nxt is None:
                     continue
@@ -162,12 +159,7 @@ class GraphTask:
                     og = outs[i]
                     if og is not None:
                         prev = buffers.get(nxt)
-                        if prev is None:
-                            buffers[nxt] = og
-                        elif sums is not None and (d or nxt in sums):   # (more to come: a float sum)
-                            _send_sum(buffers, sums, nxt, prev, og)
-                        else:
-                            buffers[nxt] = _add(prev, og, create_graph)
+                        buffers[nxt] = og if prev is None else _add(prev, og, create_graph)
                 if d == 0:
                     if ready is None and not heap:
                         ready = nxt
@@ -180,18 +172,21 @@ class GraphTask:
         return self._commit()
 
     @cython.locals(node=Node)
-    def _evaluate(self, node, g):
+    def _evaluate(self, node, g, floats):
         """Run one node on its summed gradient in PyTorch's evaluate_function order: grad()'s
         capture of a target that runs (before its hooks), its hooks, retain_grad()'s .grad, the
         accumulation of a leaf or target (or the capture of a target that does not run), its
         formula and the validation of what it sends; a node that reaches no target is not
-        visited. Returns one gradient per edge, or None where nothing is sent on."""
+        visited. Returns one gradient per edge, or None where nothing is sent on: floats
+        where ``floats`` allows them (Note [float gradients]), which only ``node.evaluate`` takes."""
         obs, targets, needed = self._observers, self.targets, self._needed_nodes
         is_acc = type(node) is AccumulateGrad
         target = targets is not None and node in targets
         runs = not is_acc and (needed is None or node in needed)
         if not (runs or target or needed is None):
             return None
+        if type(g) is float and (target or not runs or node._pre_hooks or node._retained):
+            g = as_gradient(g)
         if target and runs and not self.accumulate:
             self._captured[node] = g
         if node._pre_hooks:      # register_hook: may replace g (Note [tensor hooks])
@@ -220,7 +215,7 @@ class GraphTask:
             finally:
                 SOURCE_POS.reset(tok)
         else:
-            outs = node.evaluate(g)
+            outs = node.evaluate(g, floats)
         self._ran.append(node)
         for o in obs:
             o.step(node, g, outs)

@@ -1,34 +1,35 @@
-"""The sums of the gradients a backward pass sends to one node (core/engine.py).
+"""The gradients a backward pass sends between nodes, and their sums (core/engine.py).
 
 Every gradient sent to a node is added to its buffer, in the order it is sent;
 the node runs on the sum once its last one has come (Note [why counting]).
 """
 from __future__ import annotations
 
-try:
-    import cython
-except ImportError:
-    from autodsl._pure import cython
+from autodsl.backend import f64_scalar_array
 from autodsl.context import current
-from autodsl.core.tensor_fields import TensorFields
+import autodsl.names as _names
 
-__all__ = ["add", "send_sum", "stage"]
+__all__ = ["add", "as_gradient", "stage"]
 
 
-# Note [float sums]: the gradients sent to one node all have its output's shape and dtype
-# (validate_outputs). Where those are 0-d float64 host arrays (W3's fan-in: ten thousand
-# gradients sent to one leaf), the pass sums them as Python floats, in the order they are
-# sent, and makes one gradient of the sum when the node runs: the same IEEE additions as
-# ``Tensor._plus`` makes one by one, without a Tensor and an array for every partial sum. Only
-# where nothing reads the buffers meanwhile: not stepping (the stepper shows them), no observer,
-# no create_graph (a sum is then a recorded op) and no compile() capture (it records each sum).
-# A node's last gradient goes the Tensor way unless a float sum has begun: two gradients make
-# one Tensor sum either way, and the float way costs more calls (the pure-Python W2's rungs).
+# Note [float gradients]: most nodes of W1-W3's graphs are ops on 0-d float64 host tensors, whose
+# formulas run on Python floats (Note [0-d fast path], ops/registry.py). Where nothing reads the
+# gradients on the way (not stepping: the stepper shows them; no observer; no create_graph: each
+# step is then a recorded op; no compile() capture: it records each one), such an op sends its
+# gradients on as Python floats, and a float sent to a node is added to its buffer as a float:
+# the same IEEE double additions as ``Tensor._plus`` makes on the arrays, in the same order,
+# without a Tensor and an array for every gradient. A float becomes a gradient Tensor
+# (``as_gradient``) where a Tensor is needed: a node that does not take floats, a hook, a
+# retained or captured gradient, a leaf's ``.grad``.
 
-@cython.locals(a=TensorFields, b=TensorFields)
 def add(a, b, create_graph):
-    """``a + b`` for two gradients sent to one node: a recorded op under create_graph, else the
-    arrays' sum (which compile() records when it captures the pass)."""
+    """``a + b`` for two gradients sent to one node: floats' sum (Note [float gradients]), a
+    recorded op under create_graph, else the arrays' sum (which compile() records when it
+    captures the pass)."""
+    if type(a) is float or type(b) is float:
+        if type(a) is float and type(b) is float:
+            return a + b
+        a, b = as_gradient(a), as_gradient(b)   # (a Tensor beside a float: both 0-d float64)
     if create_graph:
         return a + b
     out = a._plus(b)
@@ -38,22 +39,12 @@ def add(a, b, create_graph):
     return out
 
 
-@cython.locals(prev=TensorFields, og=TensorFields)
-def send_sum(buffers, sums, nxt, prev, og) -> None:
-    """A second or later gradient ``og`` sent to ``nxt``, whose buffer holds ``prev``: added to
-    ``sums[nxt]``, the float sum, when both are 0-d float64 (Note [float sums]), else to the
-    buffer. The engine makes a gradient of the float sum when ``nxt`` runs."""
-    f = og._f64_item()
-    s = sums.get(nxt)
-    if f is not None:
-        if s is None:
-            s = prev._f64_item()
-        if s is not None:
-            sums[nxt] = s + f
-            return
-    if s is not None:       # (a float sum, then a gradient of another kind: validated outputs never do)
-        prev = prev._from_f64(sums.pop(nxt))
-    buffers[nxt] = add(prev, og, False)
+def as_gradient(g):
+    """``g`` as a gradient Tensor: a float gradient (Note [float gradients]) as the 0-d float64
+    host tensor it stands for; a Tensor as it is."""
+    if type(g) is not float:
+        return g
+    return _names.TENSOR_TYPES[0](f64_scalar_array(g), _device="cpu")
 
 
 def stage(staged, t, g, create_graph) -> None:

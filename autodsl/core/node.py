@@ -30,6 +30,7 @@ from autodsl.names import names_of
 from autodsl.errors import AutogradError, DeviceError, DTypeError, ShapeError, TypeError_
 from autodsl.core.words import kind as value_kind
 from autodsl.core.tensor_fields import TensorFields
+from autodsl.core.grad_sums import as_gradient
 
 __all__ = ["Node", "AccumulateGrad", "dependency_counts", "SavedTensor", "SavedOutput", "saved_constant", "next_seq_nr", "RemovableHandle",
            "write_record", "release_nodes", "saved_entries", "add_saved", "const_entries"]
@@ -339,10 +340,13 @@ class Node:
     def apply(self, grad):  # pragma: no cover - every subclass overrides it
         raise NotImplementedError
 
-    def evaluate(self, grad):
+    def evaluate(self, grad, floats=False):
         """What the engine runs for this node in a backward without create_graph: ``apply``
         and then ``validate_outputs`` (one gradient per edge, of its input's shape and dtype).
-        An op's 0-d float64 formula skips the check, whose answer it knows (ops/registry.py)."""
+        An op's 0-d float64 formula skips the check, whose answer it knows, and takes and sends
+        Python floats where ``floats`` allows (Note [float gradients], core/grad_sums.py); any
+        other node gets a float gradient as the Tensor it stands for."""
+        grad = as_gradient(grad)
         return self.validate_outputs(self.apply(grad), grad)
 
     def rerun(self, inputs: tuple):

@@ -261,18 +261,6 @@ class TensorBase(TensorFields):
             return new_tensor(_f64_array(float(x) + float(y)), self.device)
         return new_tensor(x + y, self.device)
 
-    def _f64_item(self):
-        """The value of a 0-d float64 host gradient as a Python float, else None: the engine
-        sums the gradients sent to one node as floats then (Note [float sums], core/grad_sums.py)."""
-        d = self._data
-        if type(d) is _ndarray and d.dtype is _F64 and d.ndim == 0 and type(self) is Tensor:
-            return float(d)
-        return None
-
-    def _from_f64(self, value: float) -> "Tensor":
-        """A new gradient of this one's kind (0-d float64 on its device) holding ``value``."""
-        return new_tensor(_f64_array(value), self.device)
-
     def _grad_update(self, g: "Tensor", create_graph: bool):
         """AccumulateGrad, first half: what ``.grad`` becomes, computed without changing anything.
 

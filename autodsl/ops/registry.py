@@ -29,6 +29,7 @@ from autodsl.backend import kind_of, namespace_of
 from autodsl.core import grad_mode
 from autodsl.core.watch import after_op, follow_break
 from autodsl.core.node import Node, SavedOutput, SavedTensor, add_saved, next_seq_nr
+from autodsl.core.grad_sums import as_gradient
 from autodsl.source import POSITIONS as _POSITIONS, caller_pos
 from autodsl.errors import DeviceError, DSLError, ShapeError
 from autodsl.ops import chunked
@@ -80,7 +81,7 @@ class OpFlags:
     runs an op, never on a class that has already run one."""
 
     __slots__ = ("cls", "promote", "pair", "floating", "differentiable", "never_differentiable",
-                 "pointwise", "moves_device", "view", "f64", "f64_formula", "f64_lane")
+                 "pointwise", "moves_device", "view", "f64", "f64_floats", "f64_formula", "f64_lane")
 
     def __init__(self, cls):
         self.cls = cls
@@ -96,9 +97,11 @@ class OpFlags:
         # for (a subclass that writes another forward does not inherit the fast path)
         self.f64 = cls.forward_f64 is not None and _defined_in(cls, "forward_f64") is _defined_in(cls, "forward")
         # its formula on Python floats too (ops/formula.py's FLOATS): where the formula is the one
-        # written beside that fast path, and computes something (add's passes g on: nothing to gain)
-        self.f64_formula = self.f64 and cls.formula is not None and not cls.passes_gradient and \
+        # written beside that fast path; on a gradient Tensor, where it computes something (add's
+        # passes g on: nothing to gain), on a float gradient always (Note [float gradients])
+        self.f64_floats = self.f64 and cls.formula is not None and \
             _defined_in(cls, "formula") is _defined_in(cls, "forward_f64")
+        self.f64_formula = self.f64_floats and not cls.passes_gradient
         # the op's 0-d fast path, tried first of all by apply1 and apply2 (its inputs need no promotion)
         self.f64_lane = self.f64 and self.differentiable is None and not self.view and not self.moves_device
 
@@ -241,28 +244,41 @@ class Op(Node):
         # (a list, not a generator: compiled, a generator's closure cannot read the typed g)
         return tuple([g if o is data else None if o is None else new_tensor(o, device) for o in outs])
 
-    @cython.locals(ctx=RunContext, g=TensorBase)
-    def evaluate(self, g):
+    @cython.locals(ctx=RunContext, flags=OpFlags, g=TensorBase)
+    def evaluate(self, grad, floats=False):
         """``validate_outputs(apply(g), g)`` (core/node.py), without the check where it cannot
         change anything: ``g`` has the output's shape and dtype (seeds and hook results are
         checked, and every gradient sent was validated), so a 0-d float64 ``g`` into an
         elementwise op (one with a 0-d lane) whose inputs all had the output's dtype
         (``input_dtypes`` None) means 0-d float64 inputs, and the formula's gradients are 0-d
         float64 already. (The check was about a fifth of a 0-d node's pure-Python backward.)
-        A two-input op's gradient that only gained leading dims is summed on its array first
-        (Note [a bias's gradient], ``_lead_sums``)."""
-        data = g._data
+        Where ``floats`` allows, such an op takes ``grad`` as a Python float or a Tensor and
+        sends floats (Note [float gradients], core/grad_sums.py). A two-input op's gradient
+        that only gained leading dims is summed on its array first (Note [a bias's gradient],
+        ``_lead_sums``)."""
         flags = type(self)._op_flags
-        if flags is not None and flags.f64 and type(data) is _ndarray and data.dtype is _F64 \
-                and data.ndim == 0 and self.input_dtypes is None and flags.cls is type(self) \
-                and self.formula is not None:
-            ctx = current_or_none() or current()
-            if not ctx.grad_enabled and ctx.capture is None:
-                if not flags.f64_formula:       # add's and sub's: g passed on, or its negation
-                    return self.apply(g)
-                outs = _formula_f64(self, g, data, g.device)
+        f64 = flags is not None and flags.f64_floats and self.input_dtypes is None and flags.cls is type(self)
+        if type(grad) is float:     # (only where floats allows: no create_graph, no capture)
+            if f64:
+                outs = _float_formula(self, grad)
                 if outs is not None:
                     return outs
+            grad = as_gradient(grad)
+        g = grad
+        data = g._data
+        if f64 and type(data) is _ndarray and data.dtype is _F64 and data.ndim == 0:
+            ctx = current_or_none() or current()
+            if not ctx.grad_enabled and ctx.capture is None:
+                if floats:
+                    outs = _float_formula(self, data.item())
+                    if outs is not None:
+                        return outs
+                elif not flags.f64_formula:       # add's and sub's: g passed on, or its negation
+                    return self.apply(g)
+                else:
+                    outs = _formula_f64(self, g, data, g.device)
+                    if outs is not None:
+                        return outs
         outs = self.apply(g)
         shapes = self.input_shapes
         if shapes is not None and len(shapes) == 2 and (shapes[0] != data.shape or shapes[1] != data.shape) \
@@ -309,6 +325,24 @@ def _formula_f64(node, g, data, device):
     FLOATS), for a 0-d float64 host gradient ``data`` (``g``'s array) and saved values that are
     all 0-d float64 host arrays too (else None: the formula runs on arrays). One Tensor (or
     None) per input; a gradient passed on unchanged is ``g`` itself, as on arrays."""
+    gf = data.item()
+    outs = _float_formula(node, gf)
+    if outs is None:
+        return None
+    if len(outs) == 2:
+        a, b = outs
+        return (g if a is gf else None if a is None else new_tensor(_f64_array(a), device),
+                g if b is gf else None if b is None else new_tensor(_f64_array(b), device))
+    if len(outs) == 1:
+        a = outs[0]
+        return (g if a is gf else None if a is None else new_tensor(_f64_array(a), device),)
+    return tuple([g if o is gf else None if o is None else new_tensor(_f64_array(o), device) for o in outs])
+
+
+@cython.locals(node=Op)
+def _float_formula(node, gf):
+    """``node``'s formula on Python floats for the float gradient ``gf``, where its saved
+    values are all 0-d float64 host arrays: one float (or None) per input; else None."""
     # the saved arrays, as node.saved_arrays gives them, its work inlined for the usual kept
     # values (an array with its version counter, unchanged since: a Python call or two less per node)
     raw = node._saved
@@ -328,7 +362,6 @@ def _formula_f64(node, g, data, device):
         saved = node.saved_arrays           # (raises the error of a graph already freed)
     else:
         saved = ()
-    gf = data.item()
     n = len(saved)
     if n == 1:
         s = saved[0]
@@ -348,14 +381,7 @@ def _formula_f64(node, g, data, device):
         outs = node.formula(FLOATS, gf)
     else:           # (no op with a 0-d fast path saves more: the arrays' way)
         return None
-    if len(outs) == 2:
-        a, b = outs
-        return (g if a is gf else None if a is None else new_tensor(_f64_array(a), device),
-                g if b is gf else None if b is None else new_tensor(_f64_array(b), device))
-    if len(outs) == 1:
-        a = outs[0]
-        return (g if a is gf else None if a is None else new_tensor(_f64_array(a), device),)
-    return tuple([g if o is gf else None if o is None else new_tensor(_f64_array(o), device) for o in outs])
+    return outs
 
 
 def defop(name: str, *, node_name: str | None = None, public: bool = True):
@@ -493,7 +519,8 @@ def _apply(cls, inputs: tuple, params):
             # which NumPy's own loops do not fix either (torch's 0-d result is this path's).
             # Sin and cos use the C library's functions where they give NumPy's bits
             # (backend/floats.py). The backward of such a node runs its formula on floats as
-            # well (``_formula_f64``), and the engine sums such gradients so (``Tensor._plus``).
+            # well (``_float_formula``), and the engine sends and sums such gradients as floats
+            # (Note [float gradients], core/grad_sums.py).
             out_arr = node.forward_f64(float(arrays[0])) if len(arrays) == 1 \
                 else node.forward_f64(float(arrays[0]), float(arrays[1]))
         # inside a Session run or a backward: IEEE results already set; off the host (CuPy never

@@ -1,0 +1,162 @@
+"""Gradients sent as Python floats (Note [float gradients], core/grad_sums.py).
+
+Where nothing watches a backward pass, the 0-d fast path's ops send their gradients on as
+floats. Every value a user can see must be what the Tensor way gives, bit for bit (the pass
+with the trace on goes the Tensor way: an observer reads each gradient), and a float must
+become a Tensor wherever one is handed out: a hook's argument, a retained ``.grad``, what
+``grad()`` returns, a leaf's ``.grad``, a node that does not take floats.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import autodsl as ad
+from autodsl.core.trace import tracing
+
+
+def _traced(fn):
+    """fn() with the trace recording: the pass goes the Tensor way."""
+    with tracing(True, sink=lambda t: None, printer=lambda s: None):
+        return fn()
+
+
+def _leaf(v=0.5):
+    return ad.tensor(v, requires_grad=True, dtype=ad.float64)
+
+
+def _w1(n=30):
+    x = _leaf()
+    y = x
+    for _ in range(n):
+        y = ad.relu(y * 0.999 + 0.001)
+    y.backward()
+    return x.grad.numpy()
+
+
+def _w2(n=30):
+    x = _leaf()
+    y = x
+    for _ in range(n):
+        y = ad.sin(y) * ad.cos(y)
+    y.backward()
+    return x.grad.numpy()
+
+
+def _mixed():
+    """Floats into ops without a 0-d lane (sum, a view), and out of them again."""
+    v = ad.tensor([0.25, -0.5, 1.5], requires_grad=True, dtype=ad.float64)
+    s = v.sum()
+    y = ad.sin(s) * ad.cos(v[1]) + ad.exp(s) / (s - 3.0) - v[2] ** 2.0
+    y = ad.tanh(y) * ad.sigmoid(y)
+    y.backward()
+    return v.grad.numpy()
+
+
+@pytest.mark.parametrize("fn", [_w1, _w2, _mixed], ids=["relu-chain", "diamond-ladder", "mixed"])
+def test_a_pass_with_floats_gives_the_tensor_ways_bits(fn):
+    got, want = fn(), _traced(fn)
+    assert got.dtype == want.dtype == np.float64 and got.shape == want.shape
+    assert got.tobytes() == want.tobytes()
+
+
+def test_the_diamond_ladder_against_its_derivative():
+    x0 = 0.5
+    x, dx = x0, 1.0
+    for _ in range(30):
+        x, dx = math.sin(x) * math.cos(x), dx * math.cos(2.0 * x)
+    assert float(_w2()) == pytest.approx(dx, rel=1e-12)
+
+
+def test_a_hook_gets_a_tensor_and_its_result_flows_on():
+    seen = []
+    x = _leaf(0.3)
+    h = ad.sin(x) * 2.0
+    h.register_hook(lambda g: (seen.append(g), g * 3.0)[1])
+    y = ad.cos(h) * ad.sin(h)
+    y.backward()
+    (g,) = seen
+    assert isinstance(g, ad.Tensor) and g.dtype == ad.float64 and g.shape == ()
+    hv = math.sin(0.3) * 2.0
+    assert float(g) == pytest.approx(math.cos(2.0 * hv), rel=1e-14)
+    assert float(x.grad) == pytest.approx(3.0 * math.cos(2.0 * hv) * 2.0 * math.cos(0.3), rel=1e-14)
+
+
+def test_a_retained_gradient_is_a_tensor_of_its_own():
+    x = _leaf(0.7)
+    h = ad.sin(x) * ad.cos(x)
+    h.retain_grad()
+    y = h * 5.0 + h * 0.25
+    y.backward()
+    assert isinstance(h.grad, ad.Tensor) and h.grad.dtype == ad.float64 and h.grad.shape == ()
+    assert float(h.grad) == 5.25
+    assert not h.grad.requires_grad and h.grad.grad_fn is None
+    assert float(x.grad) == pytest.approx(5.25 * math.cos(1.4), rel=1e-14)
+
+
+def test_grad_returns_tensors_for_leaves_and_intermediates():
+    x = _leaf(0.9)
+    h = ad.sin(x)
+    y = h * h + ad.cos(h) * 2.0
+    gx, gh = ad.grad(y, [x, h])
+    for g in (gx, gh):
+        assert isinstance(g, ad.Tensor) and g.dtype == ad.float64 and g.shape == ()
+    hv = math.sin(0.9)
+    want_h = 2.0 * hv - 2.0 * math.sin(hv)
+    assert float(gh) == pytest.approx(want_h, rel=1e-14)
+    assert float(gx) == pytest.approx(want_h * math.cos(0.9), rel=1e-14)
+    assert x.grad is None
+
+
+def test_backward_inputs_fills_only_those_grads():
+    x = _leaf(0.4)
+    h = ad.sin(x) * 3.0
+    y = h * h
+    y.backward(inputs=[h])
+    assert x.grad is None
+    assert float(h.grad) == pytest.approx(2.0 * 3.0 * math.sin(0.4), rel=1e-14)
+
+
+def _twice():
+    x = _leaf(0.2)
+    for _ in range(2):
+        (ad.sin(x) * ad.cos(x)).backward()
+    return x.grad.numpy()
+
+
+def test_a_second_backward_accumulates_into_grad():
+    got = _twice()
+    assert float(got) == pytest.approx(2.0 * math.cos(0.4), rel=1e-14)
+    assert got.tobytes() == _traced(_twice).tobytes()
+
+
+def test_a_freed_graph_and_a_changed_saved_value_still_fail():
+    x = _leaf(0.6)
+    y = ad.sin(x) * ad.cos(x)
+    y.backward()
+    with pytest.raises(ad.AutogradError, match="retain_graph"):
+        y.backward()
+    x2 = _leaf(0.6)
+    h = x2 * 2.0
+    y2 = ad.sin(h) * 3.0
+    with ad.no_grad():
+        h.add_(1.0)
+    with pytest.raises(ad.AutogradError):
+        y2.backward()
+    assert x2.grad is None
+
+
+def test_float_gradients_against_torch():
+    torch = pytest.importorskip("torch")
+    xt = torch.tensor(0.5, dtype=torch.float64, requires_grad=True)
+    yt = xt
+    for _ in range(30):
+        yt = torch.relu(yt * 0.999 + 0.001)
+    yt.backward()
+    assert _w1().tobytes() == xt.grad.numpy().tobytes()
+    vt = torch.tensor([0.25, -0.5, 1.5], dtype=torch.float64, requires_grad=True)
+    st = vt.sum()
+    zt = torch.sin(st) * torch.cos(vt[1]) + torch.exp(st) / (st - 3.0) - vt[2] ** 2.0
+    zt = torch.tanh(zt) * torch.sigmoid(zt)
+    zt.backward()
+    np.testing.assert_allclose(_mixed(), vt.grad.numpy(), rtol=1e-13, atol=0)
