@@ -1,8 +1,8 @@
 """Gradients sent as Python floats (Note [float gradients], core/grad_sums.py).
 
 Where nothing watches a backward pass, the 0-d fast path's ops send their gradients on as
-floats. Every value a user can see must be what the Tensor way gives, bit for bit (the pass
-with the trace on goes the Tensor way: an observer reads each gradient), and a float must
+floats. Every value a user can see must be what the Tensor way gives, bit for bit (a pass in
+anomaly mode goes the Tensor way: its observer reads each gradient), and a float must
 become a Tensor wherever one is handed out: a hook's argument, a retained ``.grad``, what
 ``grad()`` returns, a leaf's ``.grad``, a node that does not take floats.
 """
@@ -15,9 +15,9 @@ import autodsl as ad
 from autodsl.core.trace import tracing
 
 
-def _traced(fn):
-    """fn() with the trace recording: the pass goes the Tensor way."""
-    with tracing(True, sink=lambda t: None, printer=lambda s: None):
+def _tensor_way(fn):
+    """fn() in anomaly mode: its passes go the Tensor way."""
+    with ad.detect_anomaly():
         return fn()
 
 
@@ -55,7 +55,7 @@ def _mixed():
 
 @pytest.mark.parametrize("fn", [_w1, _w2, _mixed], ids=["relu-chain", "diamond-ladder", "mixed"])
 def test_a_pass_with_floats_gives_the_tensor_ways_bits(fn):
-    got, want = fn(), _traced(fn)
+    got, want = fn(), _tensor_way(fn)
     assert got.dtype == want.dtype == np.float64 and got.shape == want.shape
     assert got.tobytes() == want.tobytes()
 
@@ -127,7 +127,7 @@ def _twice():
 def test_a_second_backward_accumulates_into_grad():
     got = _twice()
     assert float(got) == pytest.approx(2.0 * math.cos(0.4), rel=1e-14)
-    assert got.tobytes() == _traced(_twice).tobytes()
+    assert got.tobytes() == _tensor_way(_twice).tobytes()
 
 
 def test_a_freed_graph_and_a_changed_saved_value_still_fail():
@@ -160,3 +160,29 @@ def test_float_gradients_against_torch():
     zt = torch.tanh(zt) * torch.sigmoid(zt)
     zt.backward()
     np.testing.assert_allclose(_mixed(), vt.grad.numpy(), rtol=1e-13, atol=0)
+
+
+def test_a_trace_of_floats_shows_the_tensor_ways_numbers():
+    """The trace keeps float gradients as they came (core/observer.py's takes_floats) and shows
+    what the Tensor way shows."""
+    def traced():
+        texts = []
+        with tracing(True, sink=lambda t: None, printer=texts.append):
+            x = _leaf(0.8)
+            y = ad.sin(x) * ad.cos(x)
+            y = ad.relu(y * 0.5 + 0.25) + ad.sin(y) * y
+            y.backward()
+        (text,) = texts
+        return text, x.grad.numpy()
+    text, g = traced()
+    want_text, want_g = _tensor_way(traced)
+    assert text == want_text
+    assert g.tobytes() == want_g.tobytes()
+    x = 0.8
+    s = math.sin(x) * math.cos(x)
+    want = (0.5 + math.cos(s) * s + math.sin(s)) * math.cos(2 * x)
+    assert float(g) == pytest.approx(want, rel=1e-14)
+    last = ad.last_trace()
+    grads = [st.grad_in for st in last.steps]
+    assert all(type(a) is np.ndarray and a.dtype == np.float64 and a.shape == () for a in grads)
+    assert all(type(a) is np.ndarray for st in last.steps if st.kind == "node" for _, a in st.sends if a is not None)

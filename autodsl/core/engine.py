@@ -136,8 +136,8 @@ class GraphTask:
             if deps.get(node, 0) == 0:
                 heapq.heappush(heap, (-node.seq_nr, next(tick), node))
         self._captured, self._staged, self._ran = {}, {}, []
-        # Note [float gradients] (core/grad_sums.py): where nothing reads them on the way
-        floats = not (stepping or obs or create_graph or ctx.capture is not None)
+        # Note [float gradients] (core/grad_sums.py): where nothing needs Tensors on the way
+        floats = not (stepping or create_graph or ctx.capture is not None) and all([o.takes_floats for o in obs])
         ready = None        # Note [the one ready node]
         while heap or ready is not None:
             if ready is not None:

@@ -13,12 +13,13 @@ __all__ = ["add", "as_gradient", "stage"]
 
 
 # Note [float gradients]: most nodes of W1-W3's graphs are ops on 0-d float64 host tensors, whose
-# formulas run on Python floats (Note [0-d fast path], ops/registry.py). Where nothing reads the
-# gradients on the way (not stepping: the stepper shows them; no observer; no create_graph: each
-# step is then a recorded op; no compile() capture: it records each one), such an op sends its
-# gradients on as Python floats, and a float sent to a node is added to its buffer as a float:
-# the same IEEE double additions as ``Tensor._plus`` makes on the arrays, in the same order,
-# without a Tensor and an array for every gradient. A float becomes a gradient Tensor
+# formulas run on Python floats (Note [0-d fast path], ops/registry.py). Where nothing needs the
+# gradients as Tensors on the way (not stepping: the stepper shows them; no create_graph: each
+# step is then a recorded op; no compile() capture: it records each one; no observer but the
+# trace's, which keeps a float as it came: core/observer.py's ``takes_floats``), such an op
+# sends its gradients on as Python floats, and a float sent to a node is added to its buffer as
+# a float: the same IEEE double additions as ``Tensor._plus`` makes on the arrays, in the same
+# order, without a Tensor and an array for every gradient. A float becomes a gradient Tensor
 # (``as_gradient``) where a Tensor is needed: a node that does not take floats, a hook, a
 # retained or captured gradient, a leaf's ``.grad``.
 

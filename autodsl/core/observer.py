@@ -15,6 +15,10 @@ class PassObserver:
 
     __slots__ = ()
 
+    # True where ``step`` takes Python floats for 0-d float64 gradients (Note [float
+    # gradients], core/grad_sums.py); the engine sends Tensors while any observer does not.
+    takes_floats = False
+
     def start(self, roots: tuple, create_graph: bool) -> None:
         """The pass begins at the nodes ``roots`` (``core.node.dependency_counts(roots)``
         gives each node's dependency count as the pass began)."""
@@ -23,7 +27,8 @@ class PassObserver:
         """A tensor hook on ``node`` replaced the gradient ``before``."""
 
     def step(self, node, grad, outs) -> None:
-        """``node`` ran on the gradient ``grad`` and returned ``outs``, one Tensor or None per edge."""
+        """``node`` ran on the gradient ``grad`` and returned ``outs``, one Tensor or None per edge
+        (or Python floats, where ``takes_floats``)."""
 
     def accumulate(self, node, tensor, grad) -> None:
         """``grad`` is staged for ``tensor.grad`` (a leaf, a target or a retained tensor)."""

@@ -3,7 +3,7 @@
 Note [trace records]: a Session keeps its last backward's trace for ``last_trace()``, so
 what the records hold outlives the run, and when the run ends the collector walks every
 object they made (its young generation is all of them). The records therefore keep the
-gradients' arrays, which the collector does not track, rather than their Tensors, and no
+gradients' arrays (or floats: Note [float gradients]), which the collector does not track, rather than their Tensors, and no
 tuple per node: the nodes, the gradients in and what each node sent go into three lists, a
 node's sends as one array (or None) where it has one edge that leads somewhere, a tuple
 only where it has more. This module is compiled with the engine (setup.py's ``COMPILED``),
@@ -18,7 +18,6 @@ try:
 except ImportError:
     from autodsl._pure import cython
 from autodsl.core.node import Node
-from autodsl.core.tensor_fields import TensorFields
 
 __all__ = ["StepLog", "real_edges"]
 
@@ -44,10 +43,12 @@ class StepLog:
         """A tensor hook on ``node`` replaced the gradient ``before`` (a node runs once in a pass)."""
         self.hooks[node] = before._data
 
-    @cython.locals(node=Node, g=TensorFields, o=TensorFields)
+    # (g and outs may hold Python floats, Note [float gradients] in core/grad_sums.py: a record
+    # keeps the float, and the trace makes an array of it when its steps are read)
+    @cython.locals(node=Node)
     def step(self, node, g, outs):
         self._nodes.append(node)
-        self._grads.append(None if g is None else g._data)
+        self._grads.append(None if g is None else g if type(g) is float else g._data)
         edges = node.next_edges
         n = len(edges)
         if n == 1:
@@ -55,10 +56,11 @@ class StepLog:
         elif n == 2 and (edges[0] is None or edges[1] is None):   # a constant operand
             o = outs[1] if edges[0] is None else outs[0]
         else:
-            sent = tuple([None if x is None else x._data for x, e in zip(outs, edges) if e is not None])
+            sent = tuple([None if x is None else x if type(x) is float else x._data
+                          for x, e in zip(outs, edges) if e is not None])
             self._sends.append(sent[0] if len(sent) == 1 else sent)
             return
-        self._sends.append(None if o is None else o._data)
+        self._sends.append(None if o is None else o if type(o) is float else o._data)
 
     def accumulate(self, node, tensor, g):
         self._leaves[len(self._nodes)] = tensor
@@ -67,7 +69,8 @@ class StepLog:
         self._sends.append(())
 
     def sent(self, i) -> tuple:
-        """What entry ``i``'s node sent along each of its ``real_edges``, in order (arrays or None)."""
+        """What entry ``i``'s node sent along each of its ``real_edges``, in order (arrays,
+        floats or None)."""
         s = self._sends[i]
         return s if type(s) is tuple else (s,)
 

@@ -152,6 +152,7 @@ class Recorder(StepLog):
     nobody reads it."""
 
     __slots__ = ("_steps", "_afters")
+    takes_floats = True     # (core/observer.py: it keeps a float as it came, an array when read)
 
     def start(self, roots, create_graph):
         StepLog.start(self, roots, create_graph)
@@ -172,7 +173,8 @@ class Recorder(StepLog):
                 node = nodes[i]
                 leaf = leaves.get(i)
                 if leaf is None:
-                    st = Step("node", node, deps.get(node, 0), grads[i], self.sent(i))
+                    st = Step("node", node, deps.get(node, 0), _array(grads[i]),
+                              tuple([_array(s) for s in self.sent(i)]))
                 else:
                     st = Step("leaf", node, deps.get(node, 0), grads[i], leaf=leaf)
                     if afters is not None:
@@ -224,6 +226,12 @@ def _after_text(st) -> str:
 _MAX_RULE_STEPS = 10_000
 _MAX_HTML_ROWS = 2_000      # steps the HTML table shows (the text shows all)
 _COPY_GRAD_UP_TO = 4096      # elements of a leaf's .grad the trace copies when a pass ends
+
+
+def _array(g):
+    """A recorded gradient as an array: a float one (Note [float gradients], core/grad_sums.py)
+    as the 0-d float64 host array it stands for."""
+    return backend.f64_scalar_array(g) if type(g) is float else g
 
 
 def _snap(arr):
