@@ -186,3 +186,75 @@ def test_a_trace_of_floats_shows_the_tensor_ways_numbers():
     grads = [st.grad_in for st in last.steps]
     assert all(type(a) is np.ndarray and a.dtype == np.float64 and a.shape == () for a in grads)
     assert all(type(a) is np.ndarray for st in last.steps if st.kind == "node" for _, a in st.sends if a is not None)
+
+
+# Note [passed-on gradients] (ops/registry.py): what add and sub pass on is one object, as in torch
+
+def _scale_in_place(g):
+    g.mul_(10.0)
+
+
+def test_a_hook_that_scales_in_place_scales_what_add_passed_to_both():
+    x, w = _leaf(0.5), _leaf(0.25)
+    x.register_hook(_scale_in_place)
+    (x + w).backward()
+    assert float(x.grad) == 10.0 and float(w.grad) == 10.0
+
+
+def test_a_change_in_place_reaches_the_other_branch_of_an_add():
+    x = _leaf(0.5)
+    w = x * 3.0
+    y = x * 2.0
+    y.register_hook(_scale_in_place)
+    (y + w).backward()
+    # y's hook runs first (y was made after w) and scales the one gradient both branches read
+    assert float(x.grad) == 2.0 * 10.0 + 3.0 * 10.0
+
+
+def test_a_float_passed_along_two_edges_is_one_tensor():
+    seen = []
+    x = _leaf(0.5)
+    y = x * 2.0
+    w = x * 3.0
+    y.register_hook(seen.append)
+    w.register_hook(seen.append)
+    (ad.sin(y + w) * 2.0).backward()        # the add's gradient comes as a float
+    assert len(seen) == 2 and seen[0] is seen[1]
+    assert float(seen[0]) == pytest.approx(2.0 * math.cos(2.5), rel=1e-15)
+
+
+def test_grad_returns_the_grad_outputs_tensor_passed_on():
+    x = _leaf(0.5)
+    y = x * 2.0
+    gs = ad.tensor(3.0, dtype=ad.float64)
+    assert ad.grad([y + 0.0], [y], [gs])[0] is gs
+    y2 = x * 2.0
+    assert ad.grad([y2 - 0.0], [y2], [gs])[0] is gs
+    a, b = ad.sin(x), ad.cos(x)
+    ga, gb = ad.grad([a + b], [a, b])
+    assert ga is gb
+
+
+def test_a_script_hook_that_scales_in_place():
+    s = ad.Session(echo=False)
+    s.run("x = tensor(0.5, requires_grad=true, dtype=float64)\n"
+          "w = tensor(0.25, requires_grad=true, dtype=float64)\n"
+          "def hk(g) { g *= 10 }\n"
+          "x.register_hook(hk)\n"
+          "(x + w).backward()\n")
+    assert float(s["x"].grad) == 10.0 and float(s["w"].grad) == 10.0
+
+
+def test_passed_on_gradients_against_torch():
+    torch = pytest.importorskip("torch")
+
+    def run(m):
+        x = m.tensor(0.5, dtype=m.float64, requires_grad=True)
+        w = x * 3.0
+        y = x * 2.0
+        y.register_hook(lambda g: g.mul_(10.0) and None)
+        z = m.sin(y + w) * 2.0 + (y - w) * 0.5
+        z.backward()
+        return float(x.grad)
+
+    assert run(ad) == run(torch)

@@ -262,19 +262,20 @@ class Op(Node):
             if f64:
                 outs = _float_formula(self, grad)
                 if outs is not None:
-                    return outs
+                    return _passed_on(self, outs, grad, None)
             grad = as_gradient(grad)
         g = grad
         data = g._data
         if f64 and type(data) is _ndarray and data.dtype is _F64 and data.ndim == 0:
             ctx = current_or_none() or current()
             if not ctx.grad_enabled and ctx.capture is None:
-                if floats:
-                    outs = _float_formula(self, data.item())
-                    if outs is not None:
-                        return outs
-                elif not flags.f64_formula:       # add's and sub's: g passed on, or its negation
+                if not flags.f64_formula:       # add's and sub's: g passed on, or its negation
                     return self.apply(g)
+                if floats:
+                    gf = data.item()
+                    outs = _float_formula(self, gf)
+                    if outs is not None:
+                        return _passed_on(self, outs, gf, g)
                 else:
                     outs = _formula_f64(self, g, data, g.device)
                     if outs is not None:
@@ -337,6 +338,33 @@ def _formula_f64(node, g, data, device):
         a = outs[0]
         return (g if a is gf else None if a is None else new_tensor(_f64_array(a), device),)
     return tuple([g if o is gf else None if o is None else new_tensor(_f64_array(o), device) for o in outs])
+
+
+# Note [passed-on gradients]: a formula that returns its gradient itself passes that object on
+# (add's ``g, g``, sub's first): as in torch, every edge it goes along gets the same Tensor, so a
+# hook that changes it in place changes it for all of them, and grad() may return the caller's
+# own grad_outputs tensor. On floats (Note [float gradients]) identity is the float's: a
+# gradient Tensor passed on stays that Tensor, and a float passed along two or more edges becomes
+# one Tensor that they share; a float passed along one edge stays a float (nothing shares it).
+@cython.locals(node=Op)
+def _passed_on(node, outs, gf, g):
+    """``outs`` of ``node``'s formula on the float ``gf``, with what it passed on unchanged (``is
+    gf``) as Note [passed-on gradients] asks: ``g``, the gradient Tensor ``gf`` was read from, or
+    None where ``gf`` came as a float."""
+    if len(outs) == 1:
+        return outs if g is None or outs[0] is not gf else (g,)
+    if len(outs) == 2 and outs[0] is not gf and outs[1] is not gf:
+        return outs
+    edges = node.next_edges
+    same = 0
+    for o, e in zip(outs, edges):
+        if o is gf and e is not None:
+            same += 1
+    if same == 0 or same == 1 and g is None:
+        return outs
+    if g is None:
+        g = as_gradient(gf)
+    return tuple([g if o is gf else o for o in outs])
 
 
 @cython.locals(node=Op)
