@@ -258,3 +258,25 @@ def test_passed_on_gradients_against_torch():
         return float(x.grad)
 
     assert run(ad) == run(torch)
+
+
+def test_a_trace_shows_what_was_sent_before_a_hook_changed_it_in_place():
+    """The records keep a 0-d gradient's value as it was sent (core/step_log.py's _record), a
+    float as a Tensor, so the trace reads the same both ways; the hook's change shows where
+    the changed gradient comes in."""
+    def traced():
+        texts = []
+        x = _leaf(0.5)
+        y = ad.sin(x)
+        z = y + 1.0
+        y.register_hook(_scale_in_place)
+        with tracing(True, sink=lambda t: None, printer=texts.append):
+            ad.cos(z).backward()
+        return texts[0], ad.last_trace().steps
+    text, steps = traced()
+    want_text, _ = _tensor_way(traced)
+    assert text == want_text
+    sent = -math.sin(math.sin(0.5) + 1.0)
+    add_step, sin_step = steps[1], steps[2]
+    assert float(add_step.grad_in) == sent and float(add_step.sends[0][1]) == sent
+    assert float(sin_step.grad_in) == 10.0 * sent

@@ -176,11 +176,11 @@ class Recorder(StepLog):
                     st = Step("node", node, deps.get(node, 0), _array(grads[i]),
                               tuple([_array(s) for s in self.sent(i)]))
                 else:
-                    st = Step("leaf", node, deps.get(node, 0), grads[i], leaf=leaf)
+                    st = Step("leaf", node, deps.get(node, 0), _array(grads[i]), leaf=leaf)
                     if afters is not None:
                         st._after = afters.get(i)
                 if hooks:
-                    st._hooked = hooks.get(node)
+                    st._hooked = _array(hooks.get(node))
                 made.append(st)
         return made
 
@@ -229,8 +229,9 @@ _COPY_GRAD_UP_TO = 4096      # elements of a leaf's .grad the trace copies when 
 
 
 def _array(g):
-    """A recorded gradient as an array: a float one (Note [float gradients], core/grad_sums.py)
-    as the 0-d float64 host array it stands for."""
+    """A recorded gradient as an array: a float (a float gradient, Note [float gradients] in
+    core/grad_sums.py, or a 0-d float64 one's value: core/step_log.py's ``_record``) as the 0-d
+    float64 host array it stands for."""
     return backend.f64_scalar_array(g) if type(g) is float else g
 
 
