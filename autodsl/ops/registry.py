@@ -263,6 +263,7 @@ class Op(Node):
                 outs = _float_formula(self, grad)
                 if outs is not None:
                     return _passed_on(self, outs, grad, None)
+                f64 = False     # (its saved values are not 0-d float64: the arrays' way)
             grad = as_gradient(grad)
         g = grad
         data = g._data
