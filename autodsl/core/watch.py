@@ -178,7 +178,8 @@ def after_op(cls, tensors, out, node, grad_on: bool, frames: int = 1) -> None:
     """The one call from ``ops.registry.apply`` after an op: made only while anomaly mode is on,
     or for an op that recorded no node because grad mode is off or the op is never
     differentiable. ``node``: the op's node when it recorded one, else None. ``frames``: how
-    many frames above its caller the user's may begin (``caller_pos``'s ``start``, less one).
+    many frames above its caller the user's may begin (``caller_pos``'s ``start``, less this
+    function's own frame, which it pushes only when it runs as Python).
 
     For the latter, when an input requires grad, remember where its value left the
     graph (a Break): one per site and source, so running a line again only updates it.
@@ -199,7 +200,7 @@ def after_op(cls, tensors, out, node, grad_on: bool, frames: int = 1) -> None:
                 kind = "integer_cast"
             else:
                 kind = "no_grad"
-            key = (kind, SOURCE_POS.get() or caller_pos(frames + 1))
+            key = (kind, SOURCE_POS.get() or caller_pos(frames + _AFTER_OP_FRAMES))
             brk = _sites_of(nodes[0], True).get(key) if len(nodes) == 1 else None
             if brk is not None:         # this site again (a loop): the latest result, the latest time
                 brk.out = weakref.ref(out)
@@ -212,6 +213,9 @@ def after_op(cls, tensors, out, node, grad_on: bool, frames: int = 1) -> None:
             _note_left(current().left, out, brk)
     if current().anomaly is not None:
         _anomaly.check_forward(cls.op_name, tensors, out, node)
+
+
+_AFTER_OP_FRAMES = python_frames(after_op)     # after_op's own frame, when it runs as Python
 
 
 # The run context's ``left``: id(tensor) -> (weak reference to it, Break), for every tensor alive
