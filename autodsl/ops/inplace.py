@@ -61,7 +61,7 @@ def inplace(fn, target: Tensor, *args, what: str = "in-place operation", ufunc: 
     if recording:
         out = fn(_snapshot(target), *args)
     else:
-        if ufunc is not None and len(args) == 1 and ctx.anomaly is None and _write_ufunc(ufunc, target, args[0]):
+        if ufunc is not None and len(args) == 1 and ctx.anomaly is None and _write_ufunc(ufunc, target, args[0], ctx):
             return target
         with grad_mode.no_grad():
             out = fn(target, *args)
@@ -168,16 +168,16 @@ def _put_back(cls, params, holder: Tensor, inner: Tensor, shape) -> Tensor:
                         "memory, so it has no single place to go; clone() the tensor first")
 
 
-def _write_ufunc(name: str, target: Tensor, other) -> bool:
+def _write_ufunc(name: str, target: Tensor, other, ctx) -> bool:
     """``target <name>= other`` in place through the backend when it can (see backend.ufunc_inplace);
-    the same bookkeeping as ``_write``: undo record, version, where the write happened."""
+    the same bookkeeping as ``_write``: undo record, version, where the write happened. ``ctx``:
+    the run context."""
     if type(other) is Tensor:
         if other.device != target.device or other._base is not None and other._base_gen != other._base._gen:
             return False
         value = other._data
     else:
         value = other
-    ctx = current()
     if ctx.journal is not None:     # (a Session's undo journal: the old values, before the write)
         record_values(target)
     token = None if ctx.ieee_depth else backend.fp_errors_off()

@@ -81,7 +81,7 @@ class OpFlags:
     runs an op, never on a class that has already run one."""
 
     __slots__ = ("cls", "promote", "pair", "floating", "differentiable", "never_differentiable",
-                 "pointwise", "moves_device", "view", "f64", "f64_floats", "f64_formula", "f64_lane")
+                 "pointwise", "moves_device", "view", "f64", "f64_floats", "f64_formula", "f64_lane", "plain")
 
     def __init__(self, cls):
         self.cls = cls
@@ -104,6 +104,9 @@ class OpFlags:
         self.f64_formula = self.f64_floats and not cls.passes_gradient
         # the op's 0-d fast path, tried first of all by apply1 and apply2 (its inputs need no promotion)
         self.f64_lane = self.f64 and self.differentiable is None and not self.view and not self.moves_device
+        # Note [unrecorded pointwise ops]: apply2 tries _apply_plain first
+        self.plain = self.pair and self.pointwise and self.differentiable is None and not self.view \
+            and not self.moves_device
 
 
 def _defined_in(cls, name: str):
@@ -779,10 +782,56 @@ def apply2(cls, a, b) -> Tensor:
                         d1 = u._data
                         if type(d1) is _ndarray and d1.dtype is _F64 and d1.ndim == 0 and u._base is None:
                             return _apply_f64(cls, flags, ctx, (t, u), t, u, d0, d1)
+        if flags is not None and flags.plain and flags.cls is cls:
+            out = _apply_plain(cls, a, b)
+            if out is not None:
+                return out
         return _apply(cls, (a, b), None)
     finally:
         if gc_on:
             _gc_enable()
+
+
+# Note [unrecorded pointwise ops]: an optimizer's update (no_grad { w -= lr * w.grad }), or any
+# elementwise op of two host arrays when neither input requires grad, records nothing: no node
+# to link, no position, no saved value, no view, nothing for why() (no input requires grad).
+# _apply_plain computes it with only the checks that can still change the result: the same
+# dtypes (fast_pair: no promotion), no stale view, no huge result (those go in pieces), no
+# limits, compile() capture, anomaly mode or why()'s tracking of values that left the graph.
+# Anything else, and any error (which the general path then raises in the op's words), goes
+# the general way.
+@cython.locals(ctx=RunContext, node=Op, t=TensorBase, u=TensorBase)
+def _apply_plain(cls, a, b):
+    """``_apply(cls, (a, b), None)`` for an unrecorded pointwise op of two host arrays, or None
+    where that general path is needed."""
+    tensors = fast_pair(cls, a, b)
+    if tensors is None:
+        return None
+    t, u = tensors
+    if t._requires_grad or u._requires_grad or t._base is not None or u._base is not None:
+        return None
+    d0, d1 = t._data, u._data
+    if type(d0) is not _ndarray or type(d1) is not _ndarray or d0.ndim == 0 and d1.ndim == 0 \
+            or (d0.size > 4096 or d1.size > 4096) and chunked.may_be_large((d0, d1)):
+        return None         # (two 0-d arrays: the 0-d fast path's numbers, through _apply)
+    ctx = current_or_none() or current()
+    if ctx.limits is not None or ctx.capture is not None or ctx.anomaly is not None or ctx.left:
+        return None
+    node = cls.__new__(cls)
+    node._record = False
+    node.inputs = tensors
+    if not cython.compiled:
+        node._saved = node._retained = node._pre_hooks = None
+        node._released = False
+    token = None if ctx.ieee_depth else backend.fp_errors_off()
+    try:
+        out_arr = node.forward(d0, d1)
+    except Exception:       # noqa: BLE001 - the general path raises it in the op's words
+        return None
+    finally:
+        if token is not None:
+            backend.fp_errors_restore(token)
+    return new_tensor(out_arr, t.device)
 
 
 
