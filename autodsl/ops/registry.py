@@ -804,11 +804,14 @@ def apply2(cls, a, b) -> Tensor:
 def _apply_plain(cls, a, b):
     """``_apply(cls, (a, b), None)`` for an unrecorded pointwise op of two host arrays, or None
     where that general path is needed."""
-    tensors = fast_pair(cls, a, b)
+    # (first, before fast_pair: a recorded op, most of a forward, comes here only to leave)
+    if type(a) is Tensor and a._requires_grad or type(b) is Tensor and b._requires_grad:
+        return None
+    tensors = fast_pair(cls, a, b)      # (a Tensor it returns is a or b, or a new constant)
     if tensors is None:
         return None
     t, u = tensors
-    if t._requires_grad or u._requires_grad or t._base is not None or u._base is not None:
+    if t._base is not None or u._base is not None:
         return None
     d0, d1 = t._data, u._data
     if type(d0) is not _ndarray or type(d1) is not _ndarray or d0.ndim == 0 and d1.ndim == 0 \
@@ -832,7 +835,6 @@ def _apply_plain(cls, a, b):
         if token is not None:
             backend.fp_errors_restore(token)
     return new_tensor(out_arr, t.device)
-
 
 
 def _pointwise(node, arrays, params, ctx):
