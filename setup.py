@@ -32,8 +32,11 @@ from setuptools.command.build_py import build_py
 
 # The modules compiled by Cython, as paths from the repository root. This is the only
 # list. Never add autodsl/__init__.py or autodsl/_pure.py: they implement the switch
-# that must be able to bypass the compiled modules.
+# that must be able to bypass the compiled modules. A subpackage's __init__.py may be
+# listed (its module is then "autodsl.backend.__init__", an __init__ extension module
+# that Python imports as the package).
 COMPILED = [
+    "autodsl/backend/__init__.py",      # the array helpers every op and node calls
     "autodsl/context.py",
     "autodsl/core/engine.py",
     "autodsl/core/grad_mode.py",
