@@ -115,6 +115,23 @@ def test_write_without_a_known_position():
     assert "saved it at version 0, and an in-place write changed it to version 1" in m
 
 
+def test_a_write_repeated_at_one_line_names_that_line_each_time():
+    """From Python, the second write at a place finds it in the table of positions seen
+    (compiled: without a walk of the frames); every message names the write's own line."""
+    w = ad.tensor([1.0, 2.0], requires_grad=True)
+    f = os.path.basename(__file__)
+    for i in range(3):
+        y = (w * w).sum()
+        with ad.no_grad():
+            w -= 0.1 * w; written_at = here()      # noqa: E702  (the write and its line)
+        with pytest.raises(ad.AutogradError) as info:
+            y.backward()
+        m = info.value.message
+        assert f"saved it at version {i}, and the in-place write at {f}:{written_at} " \
+               f"`w -= 0.1 * w; written_at = here()" in m, m
+        assert f"changed it to version {i + 1}" in m
+
+
 def test_leaf_updated_under_no_grad_before_backward_gets_the_right_fix():
     # `w = w - 0.1 * w` under no_grad would rebind w to a tensor that does not require grad
     e = backward_error("w = tensor(0.5, requires_grad=true)\n"

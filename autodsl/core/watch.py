@@ -20,17 +20,33 @@ Variable names come from ``autodsl.names``.
 from __future__ import annotations
 
 import itertools
+import sys
 import weakref
 
+try:
+    import cython
+except ImportError:
+    from autodsl._pure import cython
 from autodsl.context import current
 from autodsl.core import anomaly as _anomaly
 from autodsl.core.node import write_record  # noqa: F401 (re-exported)
-from autodsl.source import SOURCE_POS, caller_pos, python_frames
+from autodsl.source import POSITIONS, SOURCE_POS, caller_pos, python_frames
 
-__all__ = ["LastBackward", "last_backward", "note_backward", "after_op", "note_write", "write_record",
+__all__ = ["LastBackward", "last_backward", "note_backward", "after_op", "note_write", "write_record", "known_pos",
            "breaks_from", "all_breaks", "made_by", "follow_break", "Break", "quiet"]
 
 _serial = itertools.count(1)
+_getframe = sys._getframe
+
+
+def known_pos():
+    """Compiled only: the position of the innermost Python frame's place when something was
+    made or written there before, else None (then ``caller_pos`` walks). Compiled code pushes
+    no frames, so that frame is usually the user's own; source.py's table holds only users'
+    frames, so one of autodsl's misses (and so does this function's own frame, run as Python)."""
+    f = _getframe(0)
+    hit = POSITIONS.get((id(f.f_code), f.f_lasti))
+    return None if hit is None else hit[1]
 
 
 
@@ -284,7 +300,12 @@ def note_write(target, pos=None, frames: int = 0) -> None:
     (``pos``: where the write was written, when the caller knows; else the running position,
     or the user's frame, whose walk may skip ``frames`` Python frames, this one's included,
     when the caller knows that many are autodsl's)."""
-    pos = pos or SOURCE_POS.get() or caller_pos(1 + frames)
+    if pos is None:
+        pos = current().pos
+        if pos is None and cython.compiled:
+            pos = known_pos()
+        if pos is None:
+            pos = caller_pos(1 + frames)
     counter = target._version
     rec = (counter[0], pos)
     if len(counter) == 1:

@@ -11,4 +11,3 @@ cdef class OpFlags:
     cdef public bint pair, floating, never_differentiable, pointwise, moves_device, view, f64, f64_floats, f64_formula, f64_lane, plain
 
 cdef object _apply(object cls, tuple inputs, object params)
-cdef object _known_pos()

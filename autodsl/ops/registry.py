@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import sys
 import weakref
 
 import autodsl.backend as backend
@@ -27,10 +26,10 @@ except ImportError:
 from autodsl.context import RunContext, current, current_or_none
 from autodsl.backend import kind_of, namespace_of
 from autodsl.core import grad_mode
-from autodsl.core.watch import after_op, follow_break
+from autodsl.core.watch import after_op, follow_break, known_pos
 from autodsl.core.node import Node, SavedOutput, SavedTensor, add_saved, next_seq_nr
 from autodsl.core.grad_sums import as_gradient
-from autodsl.source import POSITIONS as _POSITIONS, caller_pos
+from autodsl.source import caller_pos
 from autodsl.errors import DeviceError, DSLError, ShapeError
 from autodsl.ops import chunked
 from autodsl.ops.formula import ARRAYS, FLOATS, TENSORS
@@ -42,7 +41,6 @@ from autodsl.ops.op_limits import check_op
 from autodsl.core.limits import memory_error
 
 _gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
-_getframe = sys._getframe
 _ndarray = backend.HOST_ARRAY   # (a NumPy array is on the host: the test without a call, for every op)
 _F64 = backend.HOST_F64
 _f64_array = backend.f64_scalar_array
@@ -609,7 +607,7 @@ def _apply(cls, inputs: tuple, params):
         node.seq_nr = next_seq_nr()
         pos = ctx.pos       # (a SourcePos is never false: no truth test, which would call its __len__)
         if pos is None and cython.compiled:
-            pos = _known_pos()
+            pos = known_pos()
         node.pos = pos if pos is not None else caller_pos(_FRAMES_TO_CALLER)
         edges = node.next_edges
         node._params = params or None
@@ -689,7 +687,7 @@ def _apply_f64(cls, flags, ctx, tensors, a, b, d0, d1):
         node.seq_nr = next_seq_nr()
         pos = ctx.pos
         if pos is None and cython.compiled:
-            pos = _known_pos()
+            pos = known_pos()
         node.pos = pos if pos is not None else caller_pos(_FRAMES_TO_CALLER)
         node._params = None
         edges = node.next_edges
@@ -712,16 +710,6 @@ def _apply_f64(cls, flags, ctx, tensors, a, b, d0, d1):
     if not record and ctx.left and not ctx.in_pass:    # why(): a value that left it, carried on
         follow_break(ctx, tensors, out)
     return out
-
-
-def _known_pos():
-    """Compiled only: the position of a node made at the innermost Python frame's place when
-    one was made there before, else None (then ``caller_pos`` walks). Compiled code pushes no
-    frames, so that frame is usually the user's own; source.py's table holds only users'
-    frames, so one of autodsl's misses."""
-    f = _getframe(0)
-    hit = _POSITIONS.get((id(f.f_code), f.f_lasti))
-    return None if hit is None else hit[1]
 
 
 _SCALAR_SHAPES_1 = ((),)
