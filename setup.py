@@ -43,6 +43,7 @@ COMPILED = [
     "autodsl/core/grad_sums.py",
     "autodsl/core/journal.py",
     "autodsl/core/node.py",
+    "autodsl/core/quiet.py",
     "autodsl/core/step_log.py",
     "autodsl/core/tensor.py",
     "autodsl/core/tensor_fields.py",

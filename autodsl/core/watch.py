@@ -71,7 +71,10 @@ class LastBackward:
         self.create_graph = task.create_graph
         # a root whose saved tensors an earlier backward freed: this pass fails
         self.freed_before = any(getattr(node, "_released", False) for node, _ in task.seeds)
-        self.pos = SOURCE_POS.get() or caller_pos(1 + _BACKWARD_FRAMES)
+        pos = current().pos
+        if pos is None and cython.compiled:
+            pos = known_pos()
+        self.pos = pos if pos is not None else caller_pos(1 + _BACKWARD_FRAMES)
         self.recorder = task.recorder
         # a pass run by step() (core/stepper.py): "paused" or "aborted" until it finishes
         self.stepping = None
