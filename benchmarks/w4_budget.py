@@ -157,18 +157,23 @@ def measure(dtype, steps, rounds, log=print):
     return {name: np.array(t) for name, t in times.items()}
 
 
+def _medians(t) -> list:
+    """Median microseconds of each phase and of the whole step, over the rows of ``t``."""
+    return [float(np.median(t[:, i])) * 1e6 for i in range(len(PHASES))] + [float(np.median(t.sum(1))) * 1e6]
+
+
 def table(times) -> str:
     """Median microseconds per phase and per step, and each loop's excess over the floor."""
     floor = times["numpy floor"]
+    ref = _medians(floor)
     lines = [f"{'us per step':16s}" + "".join(f"{p:>18s}" for p in PHASES + ("step",))]
+    steps = {}
     for name, t in times.items():
-        med = [float(np.median(t[:, i])) * 1e6 for i in range(len(PHASES))] + [float(np.median(t.sum(1))) * 1e6]
-        ref = [float(np.median(floor[:, i])) * 1e6 for i in range(len(PHASES))] + \
-            [float(np.median(floor.sum(1))) * 1e6]
+        med = _medians(t)
+        steps[name] = med[-1]
         cells = [f"{m:9.1f}" + ("" if t is floor else f" {m - r:+7.1f}") for m, r in zip(med, ref)]
         lines.append(f"{name:16s}" + "".join(f"{c:>18s}" for c in cells))
-    step = {name: float(np.median(t.sum(1))) for name, t in times.items()}
-    lines.append("step / floor: " + ", ".join(f"{name} {step[name] / step['numpy floor']:.4f}x"
+    lines.append("step / floor: " + ", ".join(f"{name} {steps[name] / ref[-1]:.4f}x"
                                               for name in times if name != "numpy floor"))
     return "\n".join(lines)
 
