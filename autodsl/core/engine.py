@@ -138,6 +138,7 @@ class GraphTask:
         self._captured, self._staged, self._ran = {}, {}, []
         # Note [float gradients] (core/grad_sums.py): where nothing needs Tensors on the way
         floats = not (stepping or create_graph or ctx.capture is not None) and all([o.takes_floats for o in obs])
+        plain = self.targets is None and not create_graph and not obs   # (_evaluate's usual case, inline)
         ready = None        # Note [the one ready node]
         while heap or ready is not None:
             if ready is not None:
@@ -149,7 +150,11 @@ class GraphTask:
             g = buffers.pop(node, None)
             if stepping:        # pause before anything of the node runs, its hooks included
                 yield node, g, heap, deps, buffers
-            outs = None if g is None else self._evaluate(node, g, floats)
+            if plain and g is not None and not (node._pre_hooks or node._retained) and type(node) is not AccumulateGrad:
+                outs = node.evaluate(g, floats)
+                self._ran.append(node)
+            else:
+                outs = None if g is None else self._evaluate(node, g, floats)
             for i, nxt in enumerate(node.next_edges):      # send: each edge's gradient, one count less
                 if nxt is None:
                     continue

@@ -35,7 +35,7 @@ import contextlib
 from operator import attrgetter
 
 from autodsl.backend import copy as _copy
-from autodsl.context import DEFAULT, current
+from autodsl.context import DEFAULT, current, current_or_none
 
 __all__ = [
     "merge",
@@ -74,7 +74,7 @@ def record_values(t) -> None:
 
 def record_grad(t) -> None:
     """Call before replacing ``t.grad`` (or adding into it in place)."""
-    ctx = current()
+    ctx = current_or_none() or current()
     log = ctx.journal
     if log is not None:
         key = ("grad", id(t))

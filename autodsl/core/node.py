@@ -248,6 +248,9 @@ class Node:
         """Keep ``tensors`` (Tensors or None) for backward, stamped with their versions."""
         if len(tensors) == 1 and tensors[0] is not None:
             self._saved = SavedTensor(tensors[0])      # (bare, not in a tuple: Note [node memory])
+        elif len(tensors) == 2:         # (the usual pair spelled out: no generator to run)
+            a, b = tensors
+            self._saved = (None if a is None else SavedTensor(a), None if b is None else SavedTensor(b))
         else:
             self._saved = tuple(None if t is None else SavedTensor(t) for t in tensors)
 

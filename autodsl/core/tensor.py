@@ -21,7 +21,7 @@ try:
     import cython
 except ImportError:
     from autodsl._pure import cython
-from autodsl.context import current
+from autodsl.context import current, current_or_none
 from autodsl.core.deferred import settle
 from autodsl.core.engine import GraphTask
 from autodsl.core.journal import record_attrs, record_grad
@@ -212,7 +212,7 @@ class TensorBase(TensorFields):
             warn_user("the .grad of a non-leaf tensor is not kept by backward, so it is none; "
                       "call retain_grad() on it before backward if you want it")
         g = self._grad
-        cap = current().capture
+        cap = (current_or_none() or current()).capture
         if cap is not None:             # compile() is recording: the program reads it here too
             if g is None:
                 cap.grad_is_none(self)  # (a guard: `if w.grad is not none` may branch on it)
@@ -225,8 +225,9 @@ class TensorBase(TensorFields):
         if value is None:
             record_grad(self)
             self._grad = None
-            if current().capture is not None:
-                current().capture.grad_none(self)
+            cap = (current_or_none() or current()).capture
+            if cap is not None:
+                cap.grad_none(self)
             return
         if current().capture is not None:
             current().capture.fail("it sets a .grad to a tensor")
@@ -280,12 +281,12 @@ class TensorBase(TensorFields):
             # caller's seed, a gradient a hook or the trace kept, one sent to two leaves) is copied.
             if (g.grad_fn is None and g._base is None and sys.getrefcount(g) <= _STEAL_REFS[0]
                     and backend.unshared(g._data, _STEAL_REFS[1])):
-                return Tensor(g._data, _device=g.device), None
-            return Tensor(backend.grad_copy(g._data, self._data), _device=g.device), None
+                return new_tensor(g._data, g.device), None
+            return new_tensor(backend.grad_copy(g._data, self._data), g.device), None
         if self.grad_fn is not None or not backend.writeable(old._data):
             # (a retained non-leaf's .grad is a new tensor each time, as torch's retain_grad hook
             # makes it: grad + new; a leaf's is added into in place)
-            return Tensor(old._data + g._data, _device=g.device), None
+            return new_tensor(old._data + g._data, g.device), None
         return old, old._data + g._data
 
     def _grad_commit(self, update) -> None:

@@ -27,7 +27,7 @@ try:
     import cython
 except ImportError:
     from autodsl._pure import cython
-from autodsl.context import current
+from autodsl.context import current, current_or_none
 from autodsl.core import anomaly as _anomaly
 from autodsl.core.node import write_record  # noqa: F401 (re-exported)
 from autodsl.source import POSITIONS, SOURCE_POS, caller_pos, python_frames
@@ -303,8 +303,9 @@ def note_write(target, pos=None, frames: int = 0) -> None:
     (``pos``: where the write was written, when the caller knows; else the running position,
     or the user's frame, whose walk may skip ``frames`` Python frames, this one's included,
     when the caller knows that many are autodsl's)."""
+    ctx = current_or_none() or current()
     if pos is None:
-        pos = current().pos
+        pos = ctx.pos
         if pos is None and cython.compiled:
             pos = known_pos()
         if pos is None:
@@ -315,7 +316,7 @@ def note_write(target, pos=None, frames: int = 0) -> None:
         counter.append(rec)
     else:
         counter[1] = rec
-    if current().breaks and pos is not None:
+    if ctx.breaks and pos is not None:
         # `w -= lr * w.grad` inside no_grad computes w - ... without a graph and writes it back
         # into w: that is an update of w, not a use of w that lost its gradient.
         node = target.grad_fn if target.grad_fn is not None else target._accumulate

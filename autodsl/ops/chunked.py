@@ -310,13 +310,12 @@ def matmul(a, b):
     batch index at a time; slabs of the batch for small matrices; the inner dim cut too only
     when it alone is above a piece. Shapes that do not fit go to the one call, which reports
     them."""
+    # not large, or at most one piece's work whatever the operands (smaller products cost
+    # BLAS speed), or a lazy product: one call. An expanded operand (stride 0) is not BLAS's,
+    # NumPy's own loop is many times slower: its pieces are smaller (the test of the strides
+    # only where it decides)
     work = matmul_work(a, b)
-    if work <= LARGE or backend.is_lazy(a) or backend.is_lazy(b):
-        return a @ b
-    # one piece's work: one call (smaller products cost BLAS speed); an expanded operand
-    # (stride 0) is not BLAS's, NumPy's own loop is many times slower: its pieces are smaller
-    # (the test of the strides only where it decides)
-    if work <= MATMUL_PIECE // 16:
+    if work <= LARGE or work <= MATMUL_PIECE // 16 or backend.is_lazy(a) or backend.is_lazy(b):
         return a @ b
     piece = MATMUL_PIECE if _dense(a) and _dense(b) else MATMUL_PIECE // 16
     if work <= piece:

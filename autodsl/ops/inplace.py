@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from autodsl import backend
 from autodsl.backend import namespace_of
-from autodsl.context import current
+from autodsl.context import current, current_or_none
 from autodsl.core import grad_mode
 from autodsl.core.journal import record_attrs, record_values
 from autodsl.core.quiet import ieee
@@ -39,7 +39,7 @@ def inplace(fn, target: Tensor, *args, what: str = "in-place operation", ufunc: 
     """
     if target._base is not None and target._base_gen != target._base._gen:
         refresh_view(target)           # a view made before its base's last in-place op
-    ctx = current()
+    ctx = current_or_none() or current()
     grad_on = ctx.grad_enabled
     recording = grad_on and target.dtype.is_floating and (
         target._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args))

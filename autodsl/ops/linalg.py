@@ -22,8 +22,8 @@ class Matmul(Op):
             raise ShapeError("matmul needs tensors with at least one dim; use * for scalars")
         if self._record:        # torch: b only for a's gradient, a only for b's
             x, y = self.inputs
-            na, nb = self.needs_input_grad
-            self.save_for_backward(x if nb else None, y if na else None)
+            ea, eb = self.next_edges
+            self.save_for_backward(x if eb is not None else None, y if ea is not None else None)
         try:
             if a.size * b.size > chunked.LARGE:
                 return chunked.matmul(a, b)     # long: in tiles, so that an interrupt lands

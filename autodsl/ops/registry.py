@@ -284,13 +284,22 @@ class Op(Node):
                         return outs
         outs = self.apply(g)
         shapes = self.input_shapes
-        if shapes is not None and len(shapes) == 2 and (shapes[0] != data.shape or shapes[1] != data.shape) \
-                and type(outs) is tuple and len(outs) == 2:
+        if type(outs) is not tuple or shapes is None or len(outs) != len(shapes) or len(outs) > 2:
+            return self.validate_outputs(outs, g)
+        # (a pointwise op's gradients only: the others' (matmul's) have their inputs' shapes, or
+        # validate_outputs reduces them as before)
+        if len(outs) == 2 and (shapes[0] != data.shape or shapes[1] != data.shape) \
+                and (flags is None or flags.cls is not type(self) or flags.pointwise):
             outs = _lead_sums(self, outs, shapes)
+        # what validate_outputs finds first, without its call: each gradient already of its
+        # input's shape and dtype (then it gives back ``outs`` itself)
+        if self.input_dtypes is None and _fits(outs[0], shapes[0], data.dtype) \
+                and (len(outs) == 1 or _fits(outs[1], shapes[1], data.dtype)):
+            return outs
         return self.validate_outputs(outs, g)
 
 
-@cython.locals(node=Op, ctx=RunContext)
+@cython.locals(node=Op, ctx=RunContext, a=TensorBase, b=TensorBase)
 def _lead_sums(node, outs: tuple, shapes: tuple) -> tuple:
     """Note [a bias's gradient]: ``validate_outputs`` reduces a broadcast gradient by
     ``sum_to_size``, a whole op call (nothing records it in a backward without create_graph).
@@ -304,16 +313,21 @@ def _lead_sums(node, outs: tuple, shapes: tuple) -> tuple:
         return outs
     edges = node.next_edges
     a, b = outs
-    return (_lead_sum(a, shapes[0]) if edges[0] is not None else a,
-            _lead_sum(b, shapes[1]) if edges[1] is not None else b)
+    # (a gradient passed on unchanged, add's, has its input's shape: no call for it)
+    return (a if a is None or edges[0] is None or a._data.shape == shapes[0] else _lead_sum(a, shapes[0]),
+            b if b is None or edges[1] is None or b._data.shape == shapes[1] else _lead_sum(b, shapes[1]))
+
+
+@cython.locals(t=TensorBase)
+def _fits(t, shape: tuple, dtype) -> bool:
+    """A formula's gradient ``t`` (a Tensor or None) has ``shape`` and ``dtype``."""
+    return t is None or t._data.shape == shape and t._data.dtype == dtype
 
 
 @cython.locals(t=TensorBase)
 def _lead_sum(t, shape: tuple):
-    if t is None:
-        return None
     d = t._data
-    if type(d) is not _ndarray or d.shape == shape or d.size > chunked.LARGE:
+    if type(d) is not _ndarray or d.size > chunked.LARGE:
         return t
     lead = d.ndim - len(shape)
     if lead <= 0 or d.shape[lead:] != shape:
@@ -770,7 +784,9 @@ def apply2(cls, a, b) -> Tensor:
                         d1 = u._data
                         if type(d1) is _ndarray and d1.dtype is _F64 and d1.ndim == 0 and u._base is None:
                             return _apply_f64(cls, flags, ctx, (t, u), t, u, d0, d1)
-        if flags is not None and flags.plain and flags.cls is cls:
+        # (a recorded op, most of a forward, is left to _apply without the call)
+        if flags is not None and flags.plain and flags.cls is cls and not (
+                type(a) is Tensor and a._requires_grad or type(b) is Tensor and b._requires_grad):
             out = _apply_plain(cls, a, b)
             if out is not None:
                 return out
@@ -792,7 +808,7 @@ def apply2(cls, a, b) -> Tensor:
 def _apply_plain(cls, a, b):
     """``_apply(cls, (a, b), None)`` for an unrecorded pointwise op of two host arrays, or None
     where that general path is needed."""
-    # (first, before fast_pair: a recorded op, most of a forward, comes here only to leave)
+    # (first, before fast_pair; apply2 has checked it, a direct caller may not have)
     if type(a) is Tensor and a._requires_grad or type(b) is Tensor and b._requires_grad:
         return None
     tensors = fast_pair(cls, a, b)      # (a Tensor it returns is a or b, or a new constant)
