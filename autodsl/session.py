@@ -107,6 +107,10 @@ def _predefined() -> dict:
     return names
 
 
+_KEPT_PROGRAMS = 16         # Note [parsed once]: the Programs a session keeps, and the longest
+_KEPT_SOURCE = 1 << 16      # source it keeps one of
+
+
 class Session:
     """A namespace of the language with default device and dtype; see the module docs."""
 
@@ -134,6 +138,7 @@ class Session:
         self._interp = Interpreter(self.namespace, self._builtins, echo=self._echo)
         self._limits = (None, None, None)       # (time, steps, memory): see _entry_limits
         self._held = None       # the memory limit's last estimate of what the session holds
+        self._programs: dict = {}   # (source, file name) -> the Program run parsed: see _program
         self.time_limit = time_limit
         self.step_limit = step_limit
         self.memory_limit = memory_limit
@@ -295,7 +300,7 @@ class Session:
 
         ``variables``: names to define before it runs (``{"N": 1000, "lr": 0.1}``, as the
         command line's ``--set N=1000``); NameError_ for a name the language cannot use."""
-        program = source if isinstance(source, A.Program) else self.parse(source, filename)
+        program = source if isinstance(source, A.Program) else self._program(source, filename)
         for name, value in (variables or {}).items():
             self[name] = value
         seen: set = set()
@@ -307,6 +312,24 @@ class Session:
                 warnings.showwarning = self._make_warning_handler(program, seen)
                 value, _ = self._interp.run(program)
         return value
+
+    # Note [parsed once]: a Program depends only on its text and file name (positions are cut
+    # from the text, and a loop's compiled body, kept on its node, only from the positions), and
+    # running it leaves it as it was (``run`` takes a Program as well). So ``run`` keeps the
+    # last few it parsed: an embedding that runs one source in a loop parses it once, where
+    # Lark's parse of a four-line script cost more than a hundred iterations of its loop.
+    def _program(self, source, filename) -> A.Program:
+        """``parse(source, filename)``, or the Program it gave for the same text before."""
+        if type(source) is not str or type(filename) is not str or len(source) > _KEPT_SOURCE:
+            return self.parse(source, filename)
+        programs = self._programs
+        program = programs.get((source, filename))
+        if program is None:
+            program = self.parse(source, filename)      # (a ParseError keeps nothing)
+            if len(programs) >= _KEPT_PROGRAMS:
+                del programs[next(iter(programs))]      # the oldest
+            programs[(source, filename)] = program
+        return program
 
     def run_input(self, program: A.Program):
         """Run ``program`` as one input of the REPL or a notebook cell: on Ctrl-C (Jupyter's
