@@ -52,10 +52,8 @@ class GraphTask:
                  retained=True):
         self.seeds = seeds
         self.retained = retained and not current().quiet    # (why()'s, explain()'s: no .grad changes)
-        self.retain_graph = retain_graph
-        self.create_graph = create_graph
-        self.targets = targets
-        self.accumulate = accumulate
+        self.retain_graph, self.create_graph = retain_graph, create_graph
+        self.targets, self.accumulate = targets, accumulate
         self.recorder = _trace.new_recorder()
         if current().capture is not None and (create_graph or targets is not None):
             current().capture.fail("it calls grad() or backward() with create_graph or inputs")
@@ -138,7 +136,7 @@ class GraphTask:
         self._captured, self._staged, self._ran = {}, {}, []
         # Note [float gradients] (core/grad_sums.py): where nothing needs Tensors on the way
         floats = not (stepping or create_graph or ctx.capture is not None) and all([o.takes_floats for o in obs])
-        plain = self.targets is None and not create_graph and not obs   # (_evaluate's usual case, inline)
+        plain = self.targets is None and not create_graph   # (_evaluate's usual case, inline)
         ready = None        # Note [the one ready node]
         while heap or ready is not None:
             if ready is not None:
@@ -153,6 +151,8 @@ class GraphTask:
             if plain and g is not None and not (node._pre_hooks or node._retained) and type(node) is not AccumulateGrad:
                 outs = node.evaluate(g, floats)
                 self._ran.append(node)
+                for o in obs:
+                    o.step(node, g, outs)
             else:
                 outs = None if g is None else self._evaluate(node, g, floats)
             for i, nxt in enumerate(node.next_edges):      # send: each edge's gradient, one count less
