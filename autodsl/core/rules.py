@@ -13,6 +13,8 @@ from __future__ import annotations
 import gc
 import re
 
+import numpy as np
+
 import autodsl.backend as backend
 from autodsl.textfmt import format_number
 from autodsl.core.node import AccumulateGrad, const_entries
@@ -35,6 +37,9 @@ def rule_text(node, i: int) -> str | None:
     if isinstance(rule, str):
         return rule
     return rule[i] if i < len(rule) else None
+
+
+_ndarray = np.ndarray     # (a host array's number is its item(): no backend call per value)
 
 
 def input_names(node) -> tuple:
@@ -128,10 +133,10 @@ def scalar_values(node) -> dict | None:
     for i, name in enumerate(input_names(node)[:len(node.next_edges)]):
         arr = input_value(node, i)        # (0-d outputs are kept: no live lookup needed)
         if arr is not None and arr.ndim == 0:
-            values[name] = _kept_scalar(arr)
+            values[name] = arr.item() if type(arr) is _ndarray else _kept_scalar(arr)
     arr = output_value(node)
     if arr is not None and arr.ndim == 0:
-        values["out"] = _kept_scalar(arr)
+        values["out"] = arr.item() if type(arr) is _ndarray else _kept_scalar(arr)
     return values
 
 

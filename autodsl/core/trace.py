@@ -151,13 +151,14 @@ class Recorder(StepLog):
     always keeps its trace for ``last_trace()``, costs little more than an untraced one when
     nobody reads it."""
 
-    __slots__ = ("_steps", "_afters")
+    __slots__ = ("_steps", "_afters", "_values")
     takes_floats = True     # (core/observer.py: it keeps a float as it came, an array when read)
 
     def start(self, roots, create_graph):
         StepLog.start(self, roots, create_graph)
         self._steps = []        # the Steps made of the first len(_steps) entries
         self._afters = None     # {index: a leaf's .grad as the pass left it}
+        self._values = None     # {index: a node's scalar values (rules.scalar_values)}
 
     @property
     def steps(self) -> list:
@@ -169,12 +170,15 @@ class Recorder(StepLog):
                 # every backward a dict of all its nodes, most of which nobody reads)
                 deps = self.deps = dependency_counts(self.roots)
             afters, hooks, leaves, grads = self._afters, self.hooks, self._leaves, self._grads
+            values = self._values
             for i in range(len(made), len(nodes)):
                 node = nodes[i]
                 leaf = leaves.get(i)
                 if leaf is None:
                     st = Step("node", node, deps.get(node, 0), _array(grads[i]),
                               tuple([_array(s) for s in self.sent(i)]))
+                    if values is not None:
+                        st.values = values.get(i)
                 else:
                     st = Step("leaf", node, deps.get(node, 0), _array(grads[i]), leaf=leaf)
                     if afters is not None:
@@ -186,19 +190,18 @@ class Recorder(StepLog):
 
     def finish(self, staged):
         # Copy now what later in-place writes could change: the accumulated .grad, and the
-        # scalar values the rules' numbers use (a trace too long to read skips those, and
-        # makes its Steps only when they are read).
-        if len(self._nodes) <= _MAX_RULE_STEPS:
-            for st in self.steps:
-                if st.kind == "leaf":
-                    st._after = _grad_after(st.leaf)
-                else:
-                    st.values = scalar_values(st.node)
-        else:
-            self._afters = {i: _grad_after(leaf) for i, leaf in self._leaves.items()}
-            for i, st in enumerate(self._steps):      # (any a stepper has read already)
-                if st.kind == "leaf":
-                    st._after = self._afters.get(i)
+        # scalar values the rules' numbers use (a trace too long to read skips those). The
+        # Steps are made when they are read (a Session keeps the trace of every backward).
+        nodes, leaves = self._nodes, self._leaves
+        afters = self._afters = {i: _grad_after(leaf) for i, leaf in leaves.items()}
+        values = None
+        if len(nodes) <= _MAX_RULE_STEPS:
+            values = self._values = {i: scalar_values(nodes[i]) for i in range(len(nodes)) if i not in leaves}
+        for i, st in enumerate(self._steps):      # (any a stepper has read already)
+            if st.kind == "leaf":
+                st._after = afters.get(i)
+            elif values is not None:
+                st.values = values.get(i)
         tr = Trace(lambda: self.steps, self.create_graph, count=len(self._nodes))
         ctx = current()
         if ctx.names is None:       # the Python API (a Session names leaves in its sink)
