@@ -296,7 +296,9 @@ class Session:
             return parse(source, filename)
 
     def run(self, source: str | A.Program, filename: str = "<string>", variables: dict | None = None):
-        """Parse all of ``source``, then run it; the last bare expression's value, or None.
+        """Parse all of ``source``, then run it; the last bare expression's value, or None. A
+        source string of at most 64 KiB run before with the same ``filename`` (one of the last
+        16) is not parsed again (Note [parsed once]); a Program from ``parse`` runs as it is.
 
         ``variables``: names to define before it runs (``{"N": 1000, "lr": 0.1}``, as the
         command line's ``--set N=1000``); NameError_ for a name the language cannot use."""
