@@ -4,6 +4,7 @@ variables, gradients, trace, step counts, and the same errors at the same positi
 from __future__ import annotations
 
 import io
+import warnings
 
 import numpy as np
 import pytest
@@ -41,6 +42,11 @@ PROGRAMS = [
     "x = tensor([1.0, 2.0])\nfor i in range(N) { y = x[i] * 2 }",
     "for i in range(N) { y = 1 // (i - 5) }",
     "x = tensor([1.0, 2.0])\nfor i in range(N) { y = x.nope }",
+    # literal statements (echoed); an expression nested past Python's limit of nested blocks in
+    # a compiled body (the loop then runs walked)
+    "for i in range(N) { 0; \"s\"; none; 2.5 }\nprint(7)",
+    "x = 0.5\nfor i in range(N) { y = " + "abs(" * 9 + "x + 1" + ") + 1" * 9 + " }\nprint(y)",
+    "x = 0.5\nk = 0\nwhile k < N { k = k + 1; y = " + "abs(" * 9 + "x + k" + ") + 1" * 9 + " }\nprint(y)",
 ]
 
 
@@ -78,6 +84,27 @@ def test_the_body_is_compiled_once_and_kept_on_the_loop(monkeypatch):
     assert len(made) == 1
     s.run("for i in range(3) { u = i }")        # below COMPILE_AT: walked
     assert len(made) == 1 and s["u"] == 2
+
+
+def test_a_literal_statement_compiles_without_a_python_warning(monkeypatch):
+    # `0 is not None` in the written body would be Python's SyntaxWarning, shown as the script's
+    walked = _run("for i in range(3) { 0 }", 3, 10**9, monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled = _run("for i in range(3) { 0 }", 3, 1, monkeypatch)
+    assert compiled == walked and walked[0] == "0\n0\n0\n"
+
+
+def test_a_body_python_cannot_compile_runs_walked_and_is_not_written_again(monkeypatch):
+    monkeypatch.setattr(interpreter, "COMPILE_AT", 1)
+    made = []
+    real = loop_body._made
+    monkeypatch.setattr(loop_body, "_made", lambda w, name: made.append(real(w, name)) or made[-1])
+    nested = "abs(" * 9 + "x + i" + ") + 1" * 9
+    s = ad.Session(echo=False)
+    s.run(f"def f(x) {{ for i in range(4) {{ y = {nested} }}; return y }}")
+    assert [float(s.run("f(0.5)")) for _ in range(3)] == [12.5] * 3     # (0.5 + 3, then 9 times + 1)
+    assert made == [None]           # tried once, on the first call, then left to the walker
 
 
 def test_a_compiled_loop_counts_the_steps_the_tree_walker_counts(monkeypatch):

@@ -96,3 +96,23 @@ def test_a_session_keeps_a_bounded_number_of_sources(parses):
     s.run(big)
     assert parses.count(big) == 2       # too long to keep
     assert s["w"] == 1
+
+
+def test_a_program_run_from_a_host_function_gives_the_outer_one_its_positions_back():
+    # the outer program's later nodes cut their positions from its own text, on the run with the
+    # inner one and on a rerun of the kept Program without it
+    s = ad.Session(echo=False)
+    calls = []
+
+    def helper():
+        if not calls:
+            s.run("a = 1\nb = 2\nc = 3\n", filename="inner.ad")
+        calls.append(1)
+        return 0.0
+    s["helper"] = helper
+    source = "helper()\nw = tensor(2.0, requires_grad=true)\ny = w * 3\n"
+    for _ in range(2):
+        s.run(source, filename="outer.ad")
+        pos = s["y"].grad_fn.pos
+        assert (pos[0], pos[1], pos[3]) == ("outer.ad", 3, "w * 3")
+    assert len(calls) == 2 and s["c"] == 3

@@ -174,23 +174,35 @@ class Interpreter:
         self.depth = 0
         self.current_stmt: A.Stmt | None = None
         self.loop_depth = 0     # loops running now (only the outermost reports progress)
+        self._runs = 0          # programs running now: above 1, a host function ran another
         # the session's resource limits while its code runs (core/limits.py; set by
         # Session.context), else None: a statement, an iteration and a call each count a step
         self.limits = None
 
     # -- entry point -----------------------------------------------------------
     def run(self, program: A.Program):
-        """Execute a parsed program; returns (value, is_expression) of the last statement."""
-        self.scope = self.globals
-        self.source = program.source
-        self.depth = 0
-        self.loop_depth = 0
-        value, is_expr = None, False
-        for stmt in program.body:
-            self.current_stmt = stmt
-            value = self.exec(stmt)
-            is_expr = isinstance(stmt, A.ExprStmt)
-        return (value if is_expr else None), is_expr
+        """Execute a parsed program; returns (value, is_expression) of the last statement.
+        A program run from inside another (a host function calling ``Session.run``) gives the
+        outer one back its scope, source and depths when it ends: the outer program's next
+        positions are cut from its own text (and a Program kept for a rerun, Note [parsed once]
+        in session.py, caches its positions on its nodes)."""
+        outer = (self.scope, self.source, self.depth, self.loop_depth, self.current_stmt) if self._runs else None
+        self._runs += 1
+        try:
+            self.scope = self.globals
+            self.source = program.source
+            self.depth = 0
+            self.loop_depth = 0
+            value, is_expr = None, False
+            for stmt in program.body:
+                self.current_stmt = stmt
+                value = self.exec(stmt)
+                is_expr = isinstance(stmt, A.ExprStmt)
+            return (value if is_expr else None), is_expr
+        finally:
+            self._runs -= 1
+            if outer is not None:
+                self.scope, self.source, self.depth, self.loop_depth, self.current_stmt = outer
 
     # -- positions -------------------------------------------------------------
     def position(self, node: A.Node) -> dict:
@@ -365,11 +377,12 @@ class Interpreter:
         report = current().loop_progress if self.loop_depth == 0 else None
         run = stmt.__dict__.get("_run")
         if run is None and total >= COMPILE_AT:
-            # Note [compiled loop bodies] (lang/loop_body.py): the loop written out once
-            run = stmt._run = compile_for(stmt, self, _FUNCTION_TYPES, _Break, _Continue)
+            # Note [compiled loop bodies] (lang/loop_body.py): the loop written out once (False:
+            # Python could not compile it, and will not be asked again)
+            run = stmt._run = compile_for(stmt, self, _FUNCTION_TYPES, _Break, _Continue) or False
         self.loop_depth += 1
         try:
-            if run is not None:
+            if run:
                 run(self, items, scope.vars, self.builtins, scope.parent is None, report, total)
                 return
             for done, item in enumerate(items, 1):
@@ -397,11 +410,11 @@ class Interpreter:
                     raise self._attach(e, stmt.cond)
                 if not ok:
                     break
-                if body is None:
+                if not body:
                     if not self._iteration(stmt.body):
                         break
-                    if done + 1 >= COMPILE_AT:      # Note [compiled loop bodies]
-                        body = stmt._body = compile_body(stmt.body, self, _FUNCTION_TYPES)
+                    if body is None and done + 1 >= COMPILE_AT:      # Note [compiled loop bodies]
+                        body = stmt._body = compile_body(stmt.body, self, _FUNCTION_TYPES) or False
                 else:
                     if self.limits is not None:
                         self.limits.step()

@@ -196,16 +196,19 @@ class _Writer:
         value = self.expr(stmt.value if tp is A.Assign else stmt.expr, d)
         if tp is A.Assign:
             self.emit(d, f"vars[{stmt.name!r}] = {value}")
-        else:
-            self.emit(d, f"if {value} is not None and I.echo is not None:")
-            self.emit(d + 1, f"I.echo({value})")
+        else:       # (through a name: `0 is not None` on a literal is a SyntaxWarning in Python)
+            shown = self.temp()
+            self.emit(d, f"{shown} = {value}")
+            self.emit(d, f"if {shown} is not None and I.echo is not None:")
+            self.emit(d + 1, f"I.echo({shown})")
         self.guarded(depth, me)
 
 
 def compile_body(body: list[A.Stmt], interp, function_types) -> "callable":
     """``run(I, vars, B, top)``: runs ``body`` once as ``interp`` would, given the interpreter,
     the innermost scope's dict, the built-ins and whether that scope is the session's (a
-    `while` loop's body: the loop itself stays the interpreter's, with its condition)."""
+    `while` loop's body: the loop itself stays the interpreter's, with its condition); None
+    where Python cannot compile it (``_made``)."""
     w = _Writer(interp)
     w.env["FUNCTION_TYPES"] = function_types
     w.emit(0, "def run(I, vars, B, top):")
@@ -221,7 +224,7 @@ def compile_for(loop: A.For, interp, function_types, stop_loop, next_iteration) 
     """``run(I, items, vars, B, top, report, total)``: the rest of ``Interpreter.exec_For``
     (its iterations over ``items``, as ``_iteration`` runs them, and the progress ``report``),
     with ``loop``'s body written out. ``stop_loop`` and ``next_iteration``: the exceptions that
-    `break` and `continue` raise."""
+    `break` and `continue` raise. None where Python cannot compile it (``_made``)."""
     w = _Writer(interp)
     w.env.update(FUNCTION_TYPES=function_types, Break=stop_loop, Continue=next_iteration)
     w.emit(0, "def run(I, items, vars, B, top, report, total):")
@@ -247,6 +250,11 @@ def compile_for(loop: A.For, interp, function_types, stop_loop, next_iteration) 
 
 
 def _made(w: _Writer, name: str):
-    code = compile("\n".join(w.lines) + "\n", _FILE, "exec")
+    """The function ``name`` that ``w`` wrote, or None where Python cannot compile it (an
+    expression nested past Python's limit of nested blocks: the interpreter runs the loop)."""
+    try:
+        code = compile("\n".join(w.lines) + "\n", _FILE, "exec")
+    except (SyntaxError, RecursionError):
+        return None
     exec(code, w.env)        # noqa: S102 - our own code, written from the AST
     return w.env[name]
