@@ -172,6 +172,17 @@ def test_a_5000_digit_integer_is_a_parse_error_at_the_literal():
             autodsl.Session(echo=False).parse(src)
 
 
+def test_the_integer_limit_said_is_the_hosts_where_it_lowered_it():
+    old = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(640)
+    try:
+        with pytest.raises(ParseError) as info:
+            session().run(f"x = {'7' * 1000}")
+    finally:
+        sys.set_int_max_str_digits(old)
+    assert info.value.message.startswith("this integer has 1000 digits, more than the 640 an integer")
+
+
 def test_integers_beyond_int64_stay_exact_as_in_python():
     s = session()
     assert s.run("99999999999999999999 + 1") == 10 ** 20

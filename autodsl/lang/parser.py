@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast as _pyast
 import functools
+import sys
 from pathlib import Path
 
 from lark import Lark, Token, Transformer_NonRecursive, v_args
@@ -328,7 +329,9 @@ class _Builder(Transformer_NonRecursive):
             except ValueError:          # a host that lowered sys.set_int_max_str_digits
                 pass
         if value is None:
-            raise ParseError(f"this integer has {len(text)} digits, more than the {MAX_INT_DIGITS} an integer "
+            # (the host's limit where it lowered it; 0 there means none)
+            limit = min(MAX_INT_DIGITS, sys.get_int_max_str_digits() or MAX_INT_DIGITS)
+            raise ParseError(f"this integer has {len(text)} digits, more than the {limit} an integer "
                              "written in a script may have (as in Python); write a number this large as a "
                              "float (`1.5e300`; beyond about 1.8e308 a float is inf)").with_position(
                 file=self.source.filename, **_tpos(tok), source_line=self.source.line_text(tok.line))
