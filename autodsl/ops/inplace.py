@@ -27,7 +27,8 @@ from autodsl.ops.registry import apply
 __all__ = ["inplace", "refresh_view"]
 
 
-def inplace(fn, target: Tensor, *args, what: str = "in-place operation", ufunc: str | None = None) -> Tensor:
+def inplace(fn, target: Tensor, *args, what: str = "in-place operation", ufunc: str | None = None,
+            frames: int = 0) -> Tensor:
     """Run ``fn(target, *args)`` and write the result into ``target``'s storage.
 
     Follows PyTorch: refused on a leaf that requires grad (and its views) while
@@ -36,6 +37,8 @@ def inplace(fn, target: Tensor, *args, what: str = "in-place operation", ufunc: 
     ``ufunc`` ("add", "subtract", ...): the elementwise op ``fn`` is, so that an
     update that records nothing (``no_grad { w -= lr * w.grad }``) is computed
     straight into the storage instead of into a new array that is then copied.
+    ``frames``: how many Python frames of autodsl's are between the user's and this call
+    (the walk for where the write happened starts above them: ``note_write``).
     """
     if target._base is not None and target._base_gen != target._base._gen:
         refresh_view(target)           # a view made before its base's last in-place op
@@ -61,7 +64,7 @@ def inplace(fn, target: Tensor, *args, what: str = "in-place operation", ufunc: 
     if recording:
         out = fn(_snapshot(target), *args)
     else:
-        if ufunc is not None and len(args) == 1 and ctx.anomaly is None and _write_ufunc(ufunc, target, args[0], ctx):
+        if ufunc is not None and len(args) == 1 and ctx.anomaly is None and _write_ufunc(ufunc, target, args[0], ctx, frames):
             return target
         with grad_mode.no_grad():
             out = fn(target, *args)
@@ -168,10 +171,10 @@ def _put_back(cls, params, holder: Tensor, inner: Tensor, shape) -> Tensor:
                         "memory, so it has no single place to go; clone() the tensor first")
 
 
-def _write_ufunc(name: str, target: Tensor, other, ctx) -> bool:
+def _write_ufunc(name: str, target: Tensor, other, ctx, frames: int) -> bool:
     """``target <name>= other`` in place through the backend when it can (see backend.ufunc_inplace);
     the same bookkeeping as ``_write``: undo record, version, where the write happened. ``ctx``:
-    the run context."""
+    the run context; ``frames``: ``inplace``'s."""
     if type(other) is Tensor:
         if other.device != target.device or other._base is not None and other._base_gen != other._base._gen:
             return False
@@ -188,7 +191,7 @@ def _write_ufunc(name: str, target: Tensor, other, ctx) -> bool:
             backend.fp_errors_restore(token)
     if done:
         target._version[0] += 1
-        note_write(target, None, _WRITE_FRAMES)
+        note_write(target, None, _WRITE_FRAMES + frames)
         if ctx.capture is not None:      # compile() is recording (core/capture.py)
             ctx.capture.write_ufunc(name, target, other)
     return done

@@ -24,6 +24,7 @@ from autodsl.backend import DType
 from autodsl.core.tensor import Tensor
 from autodsl.errors import DeviceError, TypeError_
 from autodsl.core.words import shown
+from autodsl.source import python_frames
 
 
 def _r(fn):
@@ -79,7 +80,8 @@ def _converted(self, device, dtype):
 
 def _inplace(fn, what, ufunc=None):
     def method(self, other):
-        return inplace(fn, self, other, what=what, ufunc=ufunc)
+        return inplace(fn, self, other, what=what, ufunc=ufunc, frames=frames)
+    frames = python_frames(method)      # (this one's: where a write happened is its caller's line)
     return method
 
 

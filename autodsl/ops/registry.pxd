@@ -8,9 +8,10 @@ cdef class Op(Node):
 
 cdef class OpFlags:
     cdef public object cls, promote, differentiable
-    cdef public bint pair, floating, never_differentiable, pointwise, moves_device, view, f64, f64_floats, f64_formula, f64_lane, plain
+    cdef public bint pair, floating, never_differentiable, pointwise, moves_device, view, f64, f64_floats, f64_formula, f64_lane, plain, rec
 
 cdef object _apply(object cls, tuple inputs, object params)
 cdef tuple _lead_sums(Op node, tuple outs, tuple shapes)
 cdef object _lead_sum(TensorBase t, tuple shape)
 cdef bint _fits(TensorBase t, tuple shape, object dtype)
+cdef object _apply_rec(object cls, OpFlags flags, TensorBase a, TensorBase b)

@@ -79,7 +79,8 @@ class OpFlags:
     runs an op, never on a class that has already run one."""
 
     __slots__ = ("cls", "promote", "pair", "floating", "differentiable", "never_differentiable",
-                 "pointwise", "moves_device", "view", "f64", "f64_floats", "f64_formula", "f64_lane", "plain")
+                 "pointwise", "moves_device", "view", "f64", "f64_floats", "f64_formula", "f64_lane", "plain",
+                 "rec")
 
     def __init__(self, cls):
         self.cls = cls
@@ -104,6 +105,9 @@ class OpFlags:
         self.f64_lane = self.f64 and self.differentiable is None and not self.view and not self.moves_device
         # Note [unrecorded pointwise ops]: apply2 tries _apply_plain first
         self.plain = self.pair and self.pointwise and self.differentiable is None and not self.view \
+            and not self.moves_device
+        # Note [recorded ops]: apply1 and apply2 try _apply_rec first
+        self.rec = self.differentiable is None and not self.never_differentiable and not self.view \
             and not self.moves_device
 
 
@@ -726,6 +730,88 @@ def _apply_f64(cls, flags, ctx, tensors, a, b, d0, d1):
     return out
 
 
+# Note [recorded ops]: most ops of a forward are one of two tensors of one dtype (x @ w, z + b)
+# or of one tensor (relu(z)), on host arrays, recorded, outside anomaly mode, compile()'s
+# capture and a Session's limits. For them _apply's general work comes to a short list:
+# _apply_rec is that list, and says None (then _apply runs) for anything else, and for any
+# error, which _apply then raises in the op's words (a forward changes nothing before it
+# fails but the node it is given, which is dropped).
+@cython.locals(flags=OpFlags, ctx=RunContext, node=Op, a=TensorBase, b=TensorBase, out=TensorBase)
+def _apply_rec(cls, flags, a, b):
+    """``_apply(cls, (a,) or (a, b), None)`` for the op of Note [recorded ops] (``b`` None: one
+    input), or None where the general path is needed. The caller has checked ``flags.rec``,
+    ``flags.pair`` for two inputs, and that some input requires grad."""
+    d0 = a._data
+    if type(d0) is not _ndarray or a._base is not None:
+        return None
+    if b is None:
+        if flags.floating and d0.dtype.kind != "f" or flags.pointwise and d0.size > 4096 \
+                and chunked.may_be_large((d0,)) or flags.f64 and d0.ndim == 0 and d0.dtype is _F64:
+            return None
+        d1 = None
+    else:
+        d1 = b._data
+        if type(d1) is not _ndarray or b._base is not None or d1.dtype is not d0.dtype \
+                or b.device != a.device or flags.floating and d0.dtype.kind != "f" \
+                or flags.pointwise and (d0.size > 4096 or d1.size > 4096) and chunked.may_be_large((d0, d1)) \
+                or flags.f64 and d0.ndim == 0 and d1.ndim == 0 and d0.dtype is _F64:
+            return None
+    ctx = current_or_none() or current()
+    if not ctx.grad_enabled or ctx.limits is not None or ctx.capture is not None or ctx.anomaly is not None:
+        return None
+    node = cls.__new__(cls)
+    node._record = True
+    if not cython.compiled:     # (compiled, a new node starts with None and False there)
+        node._saved = node._retained = node._pre_hooks = None
+        node._released = False
+    # (Tensor._gradient_edge inlined: neither input is a view)
+    ea = None if not a._requires_grad else a.grad_fn if a.grad_fn is not None \
+        else a._accumulate if a._accumulate is not None else a._accumulate_node()
+    token = None if ctx.ieee_depth else backend.fp_errors_off()
+    try:
+        if b is None:
+            node.inputs = (a,)
+            node.next_edges = (ea,)
+            out_arr = node.forward(d0)
+        else:
+            node.inputs = (a, b)
+            node.next_edges = (ea, None if not b._requires_grad else b.grad_fn if b.grad_fn is not None
+                               else b._accumulate if b._accumulate is not None else b._accumulate_node())
+            out_arr = node.forward(d0, d1)
+    except Exception:       # noqa: BLE001 - the general path raises it in the op's words
+        return None
+    finally:
+        if token is not None:
+            backend.fp_errors_restore(token)
+    out = new_tensor(out_arr, a.device)         # (a NumPy scalar becomes a 0-d array)
+    out_arr = out._data
+    node.inputs = None
+    node.seq_nr = next_seq_nr()
+    pos = ctx.pos
+    if pos is None and cython.compiled:
+        pos = known_pos()
+    node.pos = pos if pos is not None else caller_pos(_FRAMES_TO_CALLER)
+    node._params = None
+    dt = out_arr.dtype
+    if b is None:
+        shapes = (d0.shape,)
+        node.input_dtypes = None if d0.dtype == dt else (d0.dtype,)
+    else:
+        edges = node.next_edges
+        if edges[0] is None or edges[1] is None:    # (bare: core/node.py's const_entries)
+            node._consts = d0 if edges[0] is None else d1
+        shapes = (d0.shape, d1.shape)
+        node.input_dtypes = None if d0.dtype == dt else (d0.dtype, d1.dtype)
+    node.input_shapes = _SHAPES.get(shapes) or _intern_shapes(shapes)
+    if out_arr.ndim == 0:
+        node._out_scalar = out_arr
+    if node.save_output:
+        add_saved(node, SavedOutput(out))
+    out.grad_fn = node
+    out._requires_grad = True
+    return out
+
+
 _SCALAR_SHAPES_1 = ((),)
 _SCALAR_SHAPES_2 = ((), ())
 
@@ -754,6 +840,10 @@ def apply1(cls, a) -> Tensor:
                 ctx = current_or_none() or current()
                 if ctx.limits is None and ctx.capture is None and ctx.anomaly is None:
                     return _apply_f64(cls, flags, ctx, (t,), t, None, d0, None)
+        if flags is not None and flags.rec and flags.cls is cls and type(a) is Tensor and a._requires_grad:
+            out = _apply_rec(cls, flags, a, None)
+            if out is not None:
+                return out
         return _apply(cls, (a,), None)
     finally:
         if gc_on:
@@ -784,7 +874,11 @@ def apply2(cls, a, b) -> Tensor:
                         d1 = u._data
                         if type(d1) is _ndarray and d1.dtype is _F64 and d1.ndim == 0 and u._base is None:
                             return _apply_f64(cls, flags, ctx, (t, u), t, u, d0, d1)
-        # (a recorded op, most of a forward, is left to _apply without the call)
+        if flags is not None and flags.rec and flags.pair and flags.cls is cls and type(a) is Tensor \
+                and type(b) is Tensor and (a._requires_grad or b._requires_grad):
+            out = _apply_rec(cls, flags, a, b)
+            if out is not None:
+                return out
         if flags is not None and flags.plain and flags.cls is cls and not (
                 type(a) is Tensor and a._requires_grad or type(b) is Tensor and b._requires_grad):
             out = _apply_plain(cls, a, b)
