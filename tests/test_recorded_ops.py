@@ -9,6 +9,7 @@ import pytest
 import autodsl as ad
 from autodsl.ops import elementwise as E
 from autodsl.ops import linalg as L
+from autodsl.ops import reduce as R
 from autodsl.ops import registry
 
 PURE = hasattr(registry, "_apply_rec")      # (compiled, both are C functions)
@@ -19,7 +20,8 @@ def _node_fields(t):
     node = t.grad_fn
     return {f: getattr(node, f) for f in FIELDS} | {
         "consts": getattr(node, "_consts", None),
-        "out_scalar": getattr(node, "_out_scalar", None), "type": type(node)}
+        "out_scalar": getattr(node, "_out_scalar", None), "type": type(node),
+        "own": dict(getattr(node, "__dict__", {}))}      # (a reduction's axis)
 
 
 def _same_consts(a, b):
@@ -28,7 +30,7 @@ def _same_consts(a, b):
     return np.asarray(a).tobytes() == np.asarray(b).tobytes()
 
 
-CASES = [   # (op class, inputs' shapes, which require grad)
+CASES = [   # (op class, inputs' shapes, which require grad[, the op's keyword parameters])
     (L.Matmul, ((4, 3), (3, 5)), (True, True)),
     (L.Matmul, ((4, 3), (3, 5)), (False, True)),
     (E.Add, ((4, 5), (5,)), (True, True)),
@@ -38,6 +40,9 @@ CASES = [   # (op class, inputs' shapes, which require grad)
     (E.Relu, ((3, 4),), (True,)),
     (E.Exp, ((5,),), (True,)),
     (E.Tanh, ((),), (True,)),
+    (R.LogSoftmax, ((4, 3),), (True,), {"dim": 1}),
+    (R.Sum, ((4, 3),), (True,), {"dim": 0, "keepdim": True}),
+    (R.Sum, ((),), (True,), {"dim": None, "keepdim": False}),
 ]
 
 
@@ -45,14 +50,16 @@ CASES = [   # (op class, inputs' shapes, which require grad)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_a_recorded_op_makes_the_general_paths_node(dtype, case):
-    cls, shapes, grads = CASES[case]
+    cls, shapes, grads, *params = CASES[case]
+    params = params[0] if params else None
     rng = np.random.default_rng(case)
     ts = [ad.tensor(rng.standard_normal(s).astype(dtype), requires_grad=r) for s, r in zip(shapes, grads)]
-    fast = registry._apply_rec(cls, cls._op_flags or registry._op_flags(cls), ts[0], ts[1] if len(ts) == 2 else None)
+    fast = registry._apply_rec(cls, cls._op_flags or registry._op_flags(cls), ts[0], ts[1] if len(ts) == 2 else None,
+                               params)
     if dtype is np.float64 and all(s == () for s in shapes) and registry._op_flags(cls).f64:
         assert fast is None         # the 0-d fast path's (Note [0-d fast path])
         return
-    general = registry._apply(cls, tuple(ts), None)
+    general = registry._apply(cls, tuple(ts), params)
     assert fast is not None
     assert fast.numpy().tobytes() == general.numpy().tobytes() and fast.dtype == general.dtype
     a, b = _node_fields(fast), _node_fields(general)
@@ -66,16 +73,16 @@ def test_a_recorded_op_makes_the_general_paths_node(dtype, case):
 def test_what_the_recorded_path_leaves_to_the_general_one():
     w = ad.tensor(np.ones((3, 3)), requires_grad=True)
     flags = registry._op_flags(E.Mul)
-    assert registry._apply_rec(E.Mul, flags, w, ad.tensor(np.ones((3, 3)))) is not None
-    assert registry._apply_rec(E.Mul, flags, w, ad.tensor(np.ones((3, 3)), dtype=ad.float32)) is None   # promotion
-    assert registry._apply_rec(E.Mul, flags, w[0], ad.tensor(np.ones(3))) is None      # a view
+    assert registry._apply_rec(E.Mul, flags, w, ad.tensor(np.ones((3, 3))), None) is not None
+    assert registry._apply_rec(E.Mul, flags, w, ad.tensor(np.ones((3, 3)), dtype=ad.float32), None) is None   # promotion
+    assert registry._apply_rec(E.Mul, flags, w[0], ad.tensor(np.ones(3)), None) is None      # a view
     with ad.no_grad():
-        assert registry._apply_rec(E.Mul, flags, w, w) is None          # nothing records
+        assert registry._apply_rec(E.Mul, flags, w, w, None) is None          # nothing records
     with ad.detect_anomaly():
-        assert registry._apply_rec(E.Mul, flags, w, w) is None          # anomaly mode's own work
+        assert registry._apply_rec(E.Mul, flags, w, w, None) is None          # anomaly mode's own work
     i = ad.tensor(np.ones((3, 3), dtype=np.int64))
-    assert registry._apply_rec(E.Exp, registry._op_flags(E.Exp), i, None) is None   # an int input of a float op
-    assert registry._apply_rec(L.Matmul, registry._op_flags(L.Matmul), w, ad.tensor(np.ones((2, 2)))) is None
+    assert registry._apply_rec(E.Exp, registry._op_flags(E.Exp), i, None, None) is None   # an int input of a float op
+    assert registry._apply_rec(L.Matmul, registry._op_flags(L.Matmul), w, ad.tensor(np.ones((2, 2))), None) is None
 
 
 def _loop(anomaly, dtype):

@@ -25,9 +25,7 @@ class Matmul(Op):
             ea, eb = self.next_edges
             self.save_for_backward(x if eb is not None else None, y if ea is not None else None)
         try:
-            if a.size * b.size > chunked.LARGE:
-                return chunked.matmul(a, b)     # long: in tiles, so that an interrupt lands
-            return a @ b
+            return _product(a, b)
         except ValueError:
             k1 = a.shape[-1]
             k2 = b.shape[-2] if b.ndim > 1 else b.shape[0]
@@ -81,5 +79,15 @@ def matmul(input, other):
     return apply2(Matmul, input, other)
 
 
-# the gradients' products too: a huge one in tiles (ops/chunked.py)
-define("matmul", lambda a, b: chunked.matmul(a, b) if a.size * b.size > chunked.LARGE else a @ b, matmul)
+def _product(a, b):
+    """``a @ b`` of two arrays; a long one in tiles, so that an interrupt lands (ops/chunked.py).
+    Two matrices of at most a sixteenth of a piece's multiply-adds are one call without asking
+    chunked.matmul, which decides the same for them (most products of a network: a call less)."""
+    if a.ndim == 2 and b.ndim == 2 and a.shape[0] * a.shape[1] * b.shape[1] <= chunked.MATMUL_PIECE // 16 \
+            or a.size * b.size <= chunked.LARGE:
+        return a @ b
+    return chunked.matmul(a, b)
+
+
+# the gradients' products too
+define("matmul", _product, matmul)

@@ -457,6 +457,13 @@ def apply(cls, *inputs, **params) -> Tensor:
     if gc_on:
         _gc_disable()
     try:
+        if len(inputs) == 1:
+            flags = cls._op_flags
+            if flags is not None and flags.rec and flags.cls is cls and type(inputs[0]) is Tensor \
+                    and inputs[0]._requires_grad:
+                out = _apply_rec(cls, flags, inputs[0], None, params)
+                if out is not None:
+                    return out
         return _apply(cls, inputs, params)
     finally:
         if gc_on:
@@ -737,16 +744,18 @@ def _apply_f64(cls, flags, ctx, tensors, a, b, d0, d1):
 # error, which _apply then raises in the op's words (a forward changes nothing before it
 # fails but the node it is given, which is dropped).
 @cython.locals(flags=OpFlags, ctx=RunContext, node=Op, a=TensorBase, b=TensorBase, out=TensorBase)
-def _apply_rec(cls, flags, a, b):
-    """``_apply(cls, (a,) or (a, b), None)`` for the op of Note [recorded ops] (``b`` None: one
-    input), or None where the general path is needed. The caller has checked ``flags.rec``,
-    ``flags.pair`` for two inputs, and that some input requires grad."""
+def _apply_rec(cls, flags, a, b, params):
+    """``_apply(cls, (a,) or (a, b), params)`` for the op of Note [recorded ops] (``b`` None: one
+    input, whose op may have keyword ``params``, a dict; two inputs have none: None), or None
+    where the general path is needed. The caller has checked ``flags.rec``, ``flags.pair`` for
+    two inputs, and that some input requires grad."""
     d0 = a._data
     if type(d0) is not _ndarray or a._base is not None:
         return None
     if b is None:
-        if flags.floating and d0.dtype.kind != "f" or flags.pointwise and d0.size > 4096 \
-                and chunked.may_be_large((d0,)) or flags.f64 and d0.ndim == 0 and d0.dtype is _F64:
+        # (chunked.may_be_large of one array: above LARGE)
+        if flags.floating and d0.dtype.kind != "f" or flags.pointwise and d0.size > chunked.LARGE \
+                or flags.f64 and d0.ndim == 0 and d0.dtype is _F64:
             return None
         d1 = None
     else:
@@ -772,7 +781,7 @@ def _apply_rec(cls, flags, a, b):
         if b is None:
             node.inputs = (a,)
             node.next_edges = (ea,)
-            out_arr = node.forward(d0)
+            out_arr = node.forward(d0, **params) if params else node.forward(d0)
         else:
             node.inputs = (a, b)
             node.next_edges = (ea, None if not b._requires_grad else b.grad_fn if b.grad_fn is not None
@@ -791,7 +800,7 @@ def _apply_rec(cls, flags, a, b):
     if pos is None and cython.compiled:
         pos = known_pos()
     node.pos = pos if pos is not None else caller_pos(_FRAMES_TO_CALLER)
-    node._params = None
+    node._params = params or None
     dt = out_arr.dtype
     if b is None:
         shapes = (d0.shape,)
@@ -841,7 +850,7 @@ def apply1(cls, a) -> Tensor:
                 if ctx.limits is None and ctx.capture is None and ctx.anomaly is None:
                     return _apply_f64(cls, flags, ctx, (t,), t, None, d0, None)
         if flags is not None and flags.rec and flags.cls is cls and type(a) is Tensor and a._requires_grad:
-            out = _apply_rec(cls, flags, a, None)
+            out = _apply_rec(cls, flags, a, None, None)
             if out is not None:
                 return out
         return _apply(cls, (a,), None)
@@ -876,7 +885,7 @@ def apply2(cls, a, b) -> Tensor:
                             return _apply_f64(cls, flags, ctx, (t, u), t, u, d0, d1)
         if flags is not None and flags.rec and flags.pair and flags.cls is cls and type(a) is Tensor \
                 and type(b) is Tensor and (a._requires_grad or b._requires_grad):
-            out = _apply_rec(cls, flags, a, b)
+            out = _apply_rec(cls, flags, a, b, None)
             if out is not None:
                 return out
         if flags is not None and flags.plain and flags.cls is cls and not (
