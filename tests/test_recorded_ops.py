@@ -10,6 +10,8 @@ import autodsl as ad
 from autodsl.ops import elementwise as E
 from autodsl.ops import linalg as L
 from autodsl.ops import reduce as R
+from autodsl.ops import gather as G
+from autodsl.ops import loss as Lo
 from autodsl.ops import registry
 
 PURE = hasattr(registry, "_apply_rec")      # (compiled, both are C functions)
@@ -22,6 +24,15 @@ def _node_fields(t):
         "consts": getattr(node, "_consts", None),
         "out_scalar": getattr(node, "_out_scalar", None), "type": type(node),
         "own": dict(getattr(node, "__dict__", {}))}      # (a reduction's axis)
+
+
+def _same_value(a, b):
+    """Equal arrays (bit for bit), numbers, or tuples of them."""
+    if isinstance(a, tuple):
+        return isinstance(b, tuple) and len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
+    if isinstance(a, slice) or a is None:
+        return a == b
+    return np.asarray(a).dtype == np.asarray(b).dtype and np.asarray(a).tobytes() == np.asarray(b).tobytes()
 
 
 def _same_consts(a, b):
@@ -43,6 +54,14 @@ CASES = [   # (op class, inputs' shapes, which require grad[, the op's keyword p
     (R.LogSoftmax, ((4, 3),), (True,), {"dim": 1}),
     (R.Sum, ((4, 3),), (True,), {"dim": 0, "keepdim": True}),
     (R.Sum, ((),), (True,), {"dim": None, "keepdim": False}),
+]
+# (ops of two inputs of any dtypes, the second without a gradient: the input, then int64 indices)
+INDEXED = [
+    (Lo.NllLoss, (4, 3), [0, 2, 1, 2], {"reduction": "mean", "ignore_index": -100}),
+    (Lo.NllLoss, (4, 3), [0, 2, -100, 2], {"reduction": "sum", "ignore_index": -100}),
+    (Lo.NllLoss, (4, 3), [0, 2, 1, 2], {"reduction": "none", "ignore_index": 1}),
+    (G.Gather, (3, 2), [[0, 0], [2, 1]], {"dim": 0}),
+    (G.IndexSelect, (3, 2), [2, 0, 2], {"dim": 0}),
 ]
 
 
@@ -69,6 +88,31 @@ def test_a_recorded_op_makes_the_general_paths_node(dtype, case):
     assert fast.requires_grad and fast.grad_fn.seq_nr != general.grad_fn.seq_nr
 
 
+@pytest.mark.skipif(not PURE, reason="_apply and _apply_rec are C functions in the compiled build")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", range(len(INDEXED)))
+def test_an_op_of_a_tensor_and_its_indices_makes_the_general_paths_node(dtype, case):
+    cls, shape, index, params = INDEXED[case]
+    x = ad.tensor(np.random.default_rng(case).standard_normal(shape).astype(dtype), requires_grad=True)
+    i = ad.tensor(index, dtype=ad.int64)
+    fast = registry._apply_rec(cls, cls._op_flags or registry._op_flags(cls), x, i, params)
+    general = registry._apply(cls, (x, i), params)
+    assert fast is not None
+    assert fast.numpy().tobytes() == general.numpy().tobytes() and fast.dtype == general.dtype
+    a, b = _node_fields(fast), _node_fields(general)
+    assert _same_consts(a.pop("consts"), b.pop("consts"))
+    assert _same_consts(a.pop("out_scalar"), b.pop("out_scalar"))
+    own_a, own_b = a.pop("own"), b.pop("own")
+    assert own_a.keys() == own_b.keys()
+    for k in own_a:
+        assert _same_value(own_a[k], own_b[k]), k
+    assert a == b and fast.grad_fn.next_edges[1] is None
+    g = ad.ones_like(fast)
+    (gx_fast,) = ad.grad(fast, [x], g)
+    (gx_general,) = ad.grad(general, [x], g)
+    assert gx_fast.numpy().tobytes() == gx_general.numpy().tobytes()
+
+
 @pytest.mark.skipif(not PURE, reason="_apply_rec is a C function in the compiled build")
 def test_what_the_recorded_path_leaves_to_the_general_one():
     w = ad.tensor(np.ones((3, 3)), requires_grad=True)
@@ -83,6 +127,11 @@ def test_what_the_recorded_path_leaves_to_the_general_one():
     i = ad.tensor(np.ones((3, 3), dtype=np.int64))
     assert registry._apply_rec(E.Exp, registry._op_flags(E.Exp), i, None, None) is None   # an int input of a float op
     assert registry._apply_rec(L.Matmul, registry._op_flags(L.Matmul), w, ad.tensor(np.ones((2, 2))), None) is None
+    # a class index outside the classes: the general path's error
+    logp = ad.tensor(np.zeros((2, 3)), requires_grad=True)
+    with pytest.raises(ad.DSLError) as bad:
+        ad.nll_loss(logp, ad.tensor([0, 7], dtype=ad.int64))
+    assert "7" in bad.value.message
 
 
 def _loop(anomaly, dtype):

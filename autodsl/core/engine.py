@@ -50,10 +50,9 @@ class GraphTask:
 
     def __init__(self, seeds, retain_graph: bool, create_graph: bool, targets=None, accumulate=True,
                  retained=True):
-        self.seeds = seeds
         self.retained = retained and not current().quiet    # (why()'s, explain()'s: no .grad changes)
         self.retain_graph, self.create_graph = retain_graph, create_graph
-        self.targets, self.accumulate = targets, accumulate
+        self.seeds, self.targets, self.accumulate = seeds, targets, accumulate
         self.recorder = _trace.new_recorder()
         if current().capture is not None and (create_graph or targets is not None):
             current().capture.fail("it calls grad() or backward() with create_graph or inputs")
@@ -125,8 +124,7 @@ class GraphTask:
         obs = self._observers = tuple([o for o in (self.recorder, anomaly) if o is not None])
         for o in obs:
             o.start(roots, self.create_graph)
-        create_graph = self.create_graph
-        buffers, heap, tick = {}, [], count()
+        create_graph, buffers, heap, tick = self.create_graph, {}, [], count()
         for node, g in seeds:
             prev = buffers.get(node)
             buffers[node] = g if prev is None else _add(prev, g, create_graph)
@@ -148,7 +146,11 @@ class GraphTask:
             g = buffers.pop(node, None)
             if stepping:        # pause before anything of the node runs, its hooks included
                 yield node, g, heap, deps, buffers
-            if plain and g is not None and not (node._pre_hooks or node._retained) and type(node) is not AccumulateGrad:
+            if plain and g is not None and not (node._pre_hooks or node._retained):
+                if type(node) is AccumulateGrad:    # (_evaluate's leaf, inline: no edges to send along)
+                    if node.variable._requires_grad:
+                        self._accumulate(node, node.variable, as_gradient(g))
+                    continue
                 outs = node.evaluate(g, floats)
                 self._ran.append(node)
                 for o in obs:
@@ -235,8 +237,7 @@ class GraphTask:
         """Only now do .grad fields change, so a failed pass changes none. Every new value is
         computed first; the assignments that follow cannot fail. Saved values are freed unless
         retain_graph. Returns the captured gradients."""
-        create_graph = self.create_graph
-        staged = self._staged
+        create_graph, staged = self.create_graph, self._staged
         updates = [(t, t._grad_update(g, create_graph)) for t, g in staged.values()]
         if current().capture is not None:     # compile() is recording: how each .grad changes
             current().capture.accumulated(staged.values(), updates)

@@ -8,7 +8,7 @@ cdef class Op(Node):
 
 cdef class OpFlags:
     cdef public object cls, promote, differentiable
-    cdef public bint pair, floating, never_differentiable, pointwise, moves_device, view, f64, f64_floats, f64_formula, f64_lane, plain, rec
+    cdef public bint pair, floating, never_differentiable, pointwise, moves_device, view, f64, f64_floats, f64_formula, f64_lane, plain, rec, rec_any2
 
 cdef object _apply(object cls, tuple inputs, object params)
 cdef tuple _lead_sums(Op node, tuple outs, tuple shapes)

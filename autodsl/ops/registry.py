@@ -80,7 +80,7 @@ class OpFlags:
 
     __slots__ = ("cls", "promote", "pair", "floating", "differentiable", "never_differentiable",
                  "pointwise", "moves_device", "view", "f64", "f64_floats", "f64_formula", "f64_lane", "plain",
-                 "rec")
+                 "rec", "rec_any2")
 
     def __init__(self, cls):
         self.cls = cls
@@ -106,9 +106,12 @@ class OpFlags:
         # Note [unrecorded pointwise ops]: apply2 tries _apply_plain first
         self.plain = self.pair and self.pointwise and self.differentiable is None and not self.view \
             and not self.moves_device
-        # Note [recorded ops]: apply1 and apply2 try _apply_rec first
+        # Note [recorded ops]: apply1 and apply2 try _apply_rec first, and apply for one input, or
+        # for two that it does not promote (nll_loss's, whose second has no gradient)
         self.rec = self.differentiable is None and not self.never_differentiable and not self.view \
             and not self.moves_device
+        self.rec_any2 = (self.differentiable is None or self.differentiable == (0,)) and not self.promote \
+            and not self.never_differentiable and not self.view and not self.moves_device
 
 
 def _defined_in(cls, name: str):
@@ -457,11 +460,16 @@ def apply(cls, *inputs, **params) -> Tensor:
     if gc_on:
         _gc_disable()
     try:
-        if len(inputs) == 1:
-            flags = cls._op_flags
-            if flags is not None and flags.rec and flags.cls is cls and type(inputs[0]) is Tensor \
-                    and inputs[0]._requires_grad:
-                out = _apply_rec(cls, flags, inputs[0], None, params)
+        flags = cls._op_flags
+        if flags is not None and flags.cls is cls and len(inputs) <= 2 and type(inputs[0]) is Tensor:
+            if len(inputs) == 1:
+                if flags.rec and inputs[0]._requires_grad:
+                    out = _apply_rec(cls, flags, inputs[0], None, params)
+                    if out is not None:
+                        return out
+            elif flags.rec_any2 and type(inputs[1]) is Tensor and (
+                    inputs[0]._requires_grad or flags.differentiable is None and inputs[1]._requires_grad):
+                out = _apply_rec(cls, flags, inputs[0], inputs[1], params)
                 if out is not None:
                     return out
         return _apply(cls, inputs, params)
@@ -746,9 +754,10 @@ def _apply_f64(cls, flags, ctx, tensors, a, b, d0, d1):
 @cython.locals(flags=OpFlags, ctx=RunContext, node=Op, a=TensorBase, b=TensorBase, out=TensorBase)
 def _apply_rec(cls, flags, a, b, params):
     """``_apply(cls, (a,) or (a, b), params)`` for the op of Note [recorded ops] (``b`` None: one
-    input, whose op may have keyword ``params``, a dict; two inputs have none: None), or None
-    where the general path is needed. The caller has checked ``flags.rec``, ``flags.pair`` for
-    two inputs, and that some input requires grad."""
+    input; ``params``: the op's keyword parameters, a dict, or None), or None where the general
+    path is needed. The caller has checked ``flags.rec`` (one input, or two of a ``pair`` op: the
+    same dtype is checked here) or ``flags.rec_any2`` (two inputs, any dtypes), and that an input
+    requires grad that the op differentiates."""
     d0 = a._data
     if type(d0) is not _ndarray or a._base is not None:
         return None
@@ -760,7 +769,7 @@ def _apply_rec(cls, flags, a, b, params):
         d1 = None
     else:
         d1 = b._data
-        if type(d1) is not _ndarray or b._base is not None or d1.dtype is not d0.dtype \
+        if type(d1) is not _ndarray or b._base is not None or d1.dtype is not d0.dtype and flags.pair \
                 or b.device != a.device or flags.floating and d0.dtype.kind != "f" \
                 or flags.pointwise and (d0.size > 4096 or d1.size > 4096) and chunked.may_be_large((d0, d1)) \
                 or flags.f64 and d0.ndim == 0 and d1.ndim == 0 and d0.dtype is _F64:
@@ -784,9 +793,10 @@ def _apply_rec(cls, flags, a, b, params):
             out_arr = node.forward(d0, **params) if params else node.forward(d0)
         else:
             node.inputs = (a, b)
-            node.next_edges = (ea, None if not b._requires_grad else b.grad_fn if b.grad_fn is not None
+            node.next_edges = (ea, None if not b._requires_grad or flags.differentiable is not None
+                               else b.grad_fn if b.grad_fn is not None
                                else b._accumulate if b._accumulate is not None else b._accumulate_node())
-            out_arr = node.forward(d0, d1)
+            out_arr = node.forward(d0, d1, **params) if params else node.forward(d0, d1)
     except Exception:       # noqa: BLE001 - the general path raises it in the op's words
         return None
     finally:
@@ -810,7 +820,7 @@ def _apply_rec(cls, flags, a, b, params):
         if edges[0] is None or edges[1] is None:    # (bare: core/node.py's const_entries)
             node._consts = d0 if edges[0] is None else d1
         shapes = (d0.shape, d1.shape)
-        node.input_dtypes = None if d0.dtype == dt else (d0.dtype, d1.dtype)
+        node.input_dtypes = None if d0.dtype == dt and d1.dtype == dt else (d0.dtype, d1.dtype)
     node.input_shapes = _SHAPES.get(shapes) or _intern_shapes(shapes)
     if out_arr.ndim == 0:
         node._out_scalar = out_arr
