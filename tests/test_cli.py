@@ -175,12 +175,14 @@ def test_installed_wheel_finds_the_grammar(tmp_path):
 def test_ctrl_c_exits_130_without_traceback():
     import signal
     import time
+    from helpers.interrupt import sigint_default
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env["PYTHONUNBUFFERED"] = "1"
     p = subprocess.Popen([sys.executable, "-m", "autodsl", "-c",
                           "print(\"started\")\ns = 0\nfor i in range(100000000) { s += i }"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+                         preexec_fn=sigint_default)
     assert p.stdout.readline() == "started\n"
     time.sleep(0.3)
     p.send_signal(signal.SIGINT)

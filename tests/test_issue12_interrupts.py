@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import autodsl as ad
+from helpers.interrupt import sigint_default
 
 
 def _chunked():
@@ -36,7 +37,8 @@ def _interrupt(source: str, after: float = 1.0, bound: float = 15.0):
     busy machine, where the interrupt is Python's and not the program's."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     p = subprocess.Popen([sys.executable, "-m", "autodsl", "-c", 'print("started")\n' + source],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         preexec_fn=sigint_default)
     try:
         if not select.select([p.stdout], [], [], 120)[0]:      # a hang, not a slow start
             pytest.fail(f"no output 120 s after the start: {source}")
