@@ -667,13 +667,7 @@ def _apply(cls, inputs: tuple, params):
             shapes = tuple([d.shape for d in arrays])
             dts = tuple([d.dtype for d in arrays])
             node.input_dtypes = None if all([d == dt for d in dts]) else dts
-        node.input_shapes = _SHAPES.get(shapes) or _intern_shapes(shapes)
-        if out_arr.ndim == 0:
-            node._out_scalar = out_arr
-        if node.save_output:
-            add_saved(node, SavedOutput(out))
-        out.grad_fn = node
-        out._requires_grad = True
+        _link(node, out, out_arr, shapes)
     if ctx.anomaly is not None or not (record or ctx.in_pass or grad_on and not flags.never_differentiable) \
             and (len(tensors) > 2 or len(tensors) and (tensors[0]._requires_grad or tensors[-1]._requires_grad)):
         # anomaly mode; why(): where a value that requires grad left the graph
@@ -821,6 +815,15 @@ def _apply_rec(cls, flags, a, b, params):
             node._consts = d0 if edges[0] is None else d1
         shapes = (d0.shape, d1.shape)
         node.input_dtypes = None if d0.dtype == dt and d1.dtype == dt else (d0.dtype, d1.dtype)
+    _link(node, out, out_arr, shapes)
+    return out
+
+
+@cython.locals(node=Op, out=TensorBase)
+def _link(node, out, out_arr, shapes: tuple):
+    """The end of making a recorded node, ``_apply``'s and ``_apply_rec``'s: its input
+    ``shapes`` (interned: Note [node memory]), a 0-d output's array, the saved output, and
+    ``out`` (whose array is ``out_arr``) made its output."""
     node.input_shapes = _SHAPES.get(shapes) or _intern_shapes(shapes)
     if out_arr.ndim == 0:
         node._out_scalar = out_arr
@@ -828,7 +831,6 @@ def _apply_rec(cls, flags, a, b, params):
         add_saved(node, SavedOutput(out))
     out.grad_fn = node
     out._requires_grad = True
-    return out
 
 
 _SCALAR_SHAPES_1 = ((),)
