@@ -461,7 +461,7 @@ def apply(cls, *inputs, **params) -> Tensor:
         _gc_disable()
     try:
         flags = cls._op_flags
-        if flags is not None and flags.cls is cls and len(inputs) <= 2 and type(inputs[0]) is Tensor:
+        if flags is not None and flags.cls is cls and 0 < len(inputs) <= 2 and type(inputs[0]) is Tensor:
             if len(inputs) == 1:
                 if flags.rec and inputs[0]._requires_grad:
                     out = _apply_rec(cls, flags, inputs[0], None, params)
