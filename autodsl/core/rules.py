@@ -13,8 +13,6 @@ from __future__ import annotations
 import gc
 import re
 
-import numpy as np
-
 import autodsl.backend as backend
 from autodsl.textfmt import format_number
 from autodsl.core.node import AccumulateGrad, const_entries
@@ -39,7 +37,7 @@ def rule_text(node, i: int) -> str | None:
     return rule[i] if i < len(rule) else None
 
 
-_ndarray = np.ndarray     # (a host array's number is its item(): no backend call per value)
+_ndarray = backend.HOST_ARRAY     # (a host array's number is its item(): no backend call per value)
 
 
 def input_names(node) -> tuple:
