@@ -80,3 +80,20 @@ def test_help_is_language_only_not_in_the_python_api():
     assert "help" not in autodsl.__all__
     _, text = run('help("help")')
     assert text.startswith("help(name=none)")
+
+
+@pytest.mark.usefixtures("torch_float64")
+@pytest.mark.parametrize("name", ["gather", "index_select", "scatter", "scatter_add"])
+def test_the_index_ops_examples_run_as_written(name):
+    # (an integer list makes a float64 tensor in the language: the index needs dtype=int64)
+    doc = getattr(autodsl, name).__doc__
+    example = re.search(r"Example: ``(.+?)``", doc).group(1)
+    assert "dtype=int64" in example
+    s, _ = run("x = tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]])\n"
+               f"r = {example}\n")
+    torch = pytest.importorskip("torch")
+    x = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]], dtype=torch.float64)
+    ex = example.replace("dtype=int64", "dtype=torch.int64").replace("tensor(", "torch.tensor(") \
+        .replace("zeros(3)", "torch.zeros(3, dtype=torch.float64)")
+    want = eval(f"torch.{ex}", {"torch": torch, "x": x})
+    assert s.get("r").tolist() == want.tolist()

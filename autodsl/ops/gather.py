@@ -25,6 +25,13 @@ from autodsl.ops.registry import Op, apply, defop, to_op
 
 __all__ = ["along_key", "check_index", "gather", "index_select", "masked_fill", "scatter", "scatter_add"]
 
+# Note [a kept index]: the backward of a gather, a scatter, index_select, masked_fill and
+# nll_loss reads its index (mask, target, weight) through what forward made of it (the key,
+# often a view of the index's own array). As torch's SavedVariable does, the node saves that
+# input: an in-place write to it before the backward raises the version error, and a second
+# backward raises the freed-graph error, where the gradient would otherwise use the new values
+# (or a freed graph run again) without a word. The formula takes it only for the checks.
+
 
 def along_key(index, d):
     """The key of a gather/scatter along dim ``d``: ``index`` at ``d``, each other dim's own
@@ -97,6 +104,8 @@ class Gather(Op):
 
     def forward(self, a, index, dim):
         d, shape, idx = _along(self.op_name, a, index, dim)
+        if self._record:        # Note [a kept index]
+            self.save_for_backward(None, self.inputs[1])
         return self.gather(a, index, idx, d, shape)
 
     def gather(self, a, index, idx, d, shape):
@@ -108,7 +117,7 @@ class Gather(Op):
 
     rule = "grad added into zeros of x's shape at the gathered positions (repeated indices add)"
 
-    def formula(self, F, g):
+    def formula(self, F, g, *_kept):    # (the saved index: for its version check alone)
         if g.shape != self.idx_shape:
             g = F.reshape(g, self.idx_shape)
         gx = F.index_add(g, self.key, self.src_shape)
@@ -128,6 +137,8 @@ class Scatter(Op):
             raise ShapeError(f"{self.op_name}: src must have as many dims as the index ({index.ndim}), "
                              f"not {s.ndim}")
         d, shape, idx = _along(self.op_name, a, index, dim, None if s is None or a.ndim == 0 else s.shape)
+        if self._record:        # Note [a kept index]
+            self.save_for_backward(None, self.inputs[1])
         self.key, self.in_shape, self.src_shape, self.idx_shape = along_key(idx, d), a.shape, shape, idx.shape
         out = xp.reshape(xp.asarray(a, copy=True), shape)
         if s is None:
@@ -150,7 +161,7 @@ class Scatter(Op):
 
     rule = "to x: grad with the written positions zeroed; to src: grad read at the index"
 
-    def formula(self, F, g):
+    def formula(self, F, g, *_kept):    # (the saved index: for its version check alone)
         g1 = F.reshape(g, self.src_shape) if g.shape != self.src_shape else g
         ngx, _, *ngs = self.needs_input_grad
         gx = self._grad_x(F, g, g1) if ngx else None
@@ -197,6 +208,8 @@ class IndexSelect(Op):
         if a.ndim == 0 and index.size != 1:
             raise ShapeError(f"{op}: a 0-d tensor takes an index of one element, not {index.size}")
         check_index(op, index, a.shape[d] if a.ndim else 1, d)
+        if self._record:        # Note [a kept index]
+            self.save_for_backward(None, self.inputs[1])
         self.in_shape = a.shape
         self.src_shape = a.shape or (1,)
         self.key = (slice(None),) * d + (xp.reshape(index, (-1,)),)
@@ -207,7 +220,7 @@ class IndexSelect(Op):
 
     rule = "grad added into zeros of x's shape at the selected slices (repeated indices add)"
 
-    def formula(self, F, g):
+    def formula(self, F, g, *_kept):    # (the saved index: for its version check alone)
         if not self.in_shape:
             return (F.reshape(F.index_add(F.reshape(g, (1,)), self.key, (1,)), ()), None)
         return (F.index_add(g, self.key, self.src_shape), None)
@@ -235,14 +248,15 @@ class MaskedFill(Op):
             v = xp.astype(v, a.dtype) if v.dtype != a.dtype else v
         else:
             v = xp.astype(xp.asarray(number), a.dtype)
-        self.mask = mask
+        if self._record:        # Note [a kept index]: the mask is saved, not kept raw
+            self.save_for_backward(None, self.inputs[1])
         return xp.where(mask, v, a)
 
     rule = "grad where the mask is false (to x), the sum of grad where it is true (to value)"
 
     def backward(self, g):
         nx, _, *nv = self.needs_input_grad
-        m = Tensor(self.mask, _device=g.device)
+        _, m = self.saved_tensors
         gx = where(m, 0.0, g) if nx else None
         gv = where(m, g, 0.0) if nv and nv[0] else None     # summed to the 0-d value by the engine
         return (gx, None, gv) if nv else (gx, None)
@@ -272,7 +286,7 @@ def gather(input, dim, index):
     values in [0, size of dim). The output has the index's shape and input's dtype; the
     gradient adds into the gathered positions (repeated indices add).
     Raises DTypeError (index not int64), ShapeError (dims), IndexError_ (out of range).
-    Example: ``gather(x, 1, tensor([[0], [2]]))``
+    Example: ``gather(x, 1, tensor([[0], [2]], dtype=int64))``
     """
     x = as_tensor(input)
     return apply(Gather, x, _index_tensor("gather", index, x), dim=dim)
@@ -285,7 +299,7 @@ def scatter(input, dim, index, src=None, value=None, reduce=None):
     specified, as in torch). Gradients: to ``input``, grad with the written positions zeroed;
     to ``src``, grad read at the index (zeros where src is larger than the index).
     ``reduce=`` is not supported (ValueError_); errors as ``gather``.
-    Example: ``scatter(x, 0, tensor([[1, 0, 1]]), 5.0)``
+    Example: ``scatter(x, 0, tensor([[1, 0, 1]], dtype=int64), 5.0)``
     """
     _no_reduce("scatter", reduce)
     if src is None and value is None:
@@ -305,7 +319,7 @@ def scatter_add(input, dim, index, src):
     """A copy of ``input`` with ``src[i][j]`` added at ``[index[i][j]][j]`` along ``dim`` (for
     dim 0); repeated indices all add. Gradients: grad to ``input``, grad read at the index to
     ``src``. Errors as ``gather`` and ``scatter``.
-    Example: ``scatter_add(zeros(3), 0, tensor([0, 0, 2]), tensor([1.0, 2.0, 3.0]))``
+    Example: ``scatter_add(zeros(3), 0, tensor([0, 0, 2], dtype=int64), tensor([1.0, 2.0, 3.0]))``
     """
     x = as_tensor(input)
     s = as_tensor(src, like=x)
@@ -315,7 +329,7 @@ def scatter_add(input, dim, index, src):
 def index_select(input, dim, index):
     """The slices of ``input`` along ``dim`` at a 1-d int64 ``index`` (repeats allowed; values
     in [0, size of dim)); the gradient adds into the selected slices.
-    Example: ``index_select(x, 0, tensor([2, 0]))``
+    Example: ``index_select(x, 0, tensor([2, 0], dtype=int64))``
     """
     x = as_tensor(input)
     return apply(IndexSelect, x, _index_tensor("index_select", index, x), dim=dim)

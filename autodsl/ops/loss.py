@@ -90,6 +90,8 @@ class NllLoss(Op):
     differentiable = (0,)
 
     def forward(self, logp, target, *weight, reduction="mean", ignore_index=-100):
+        if self._record:        # Note [a kept index] (ops/gather.py): the target and the weight
+            self.save_for_backward(None, *self.inputs[1:])
         xp = namespace_of(logp)
         n_classes = logp.shape[0 if logp.ndim == 1 else 1]
         on_host = backend.on_host(target)
@@ -153,7 +155,7 @@ class NllLoss(Op):
 
     rule = ("-grad * weight at each target class (/ the sum of the counted targets' weights for mean)",)
 
-    def formula(self, F, g):        # d/dlogp[n, t] of -w[t]·logp[n, t]: -w[t]; ignored targets: 0
+    def formula(self, F, g, *_kept):    # d/dlogp[n, t] of -w[t]·logp[n, t]: -w[t]; ignored targets: 0
         gg = F.mul_array(g, self.scale)
         if self.valid is not None:
             gg = F.where_zero(self.valid, gg)
