@@ -487,7 +487,9 @@ def test_device_cuda_without_cupy_is_a_clear_error():
     except ImportError:
         pass
     r, text = run_lines(":device cuda")
-    assert "CuPy" in text and "Traceback" not in text and len(text.splitlines()) == 1
+    # as every error: the message at the argument's position, the line, a caret run under it
+    assert text.splitlines() == [text.splitlines()[0], "    :device cuda", "            ^^^^"]
+    assert text.startswith("<input 1>:1:9: ") and "CuPy" in text and "Traceback" not in text
     assert r.session.device == "cpu"
 
 
@@ -681,3 +683,27 @@ def test_ctrl_c_also_restores_dtype_and_trace(monkeypatch):
     assert r.session.dtype is None and r.session.trace is False
     r.handle("v = tensor([1.0])")
     assert r.session["v"].dtype.name == "float64"
+
+
+@pytest.mark.parametrize("command, column, carets", [
+    (":step y", 7, 1),              # a vector: it needs a gradient of its shape
+    (":step 3", 7, 1),              # a number, not a tensor
+    (":graph 5", 8, 1),
+    (":why 5", 6, 1),
+    (":explain y w", 10, 3),        # y is not a scalar
+    (":check  y w", 9, 3),          # (two spaces: the column is the argument's)
+])
+def test_a_commands_error_about_its_argument_has_the_position_and_a_caret(command, column, carets):
+    r, out = make_repl()
+    r.handle("w = tensor([1.0, 2.0], requires_grad=true)")
+    r.handle("y = w * 2")
+    out.truncate(0), out.seek(0)
+    r.handle(command)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith(f"<input 3>:1:{column}: ")
+    assert lines[1] == "    " + command
+    assert lines[2] == "    " + " " * (column - 1) + "^" * carets
+    assert "Traceback" not in out.getvalue()
+    out.truncate(0), out.seek(0)
+    r.handle("y")                   # the session goes on, its variables kept
+    assert out.getvalue().startswith("tensor([2., 4.]")

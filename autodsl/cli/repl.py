@@ -188,6 +188,13 @@ class Repl:
             token = SOURCE_POS.set((self.input_name, 1, 1, text))
             try:
                 self.commands[full](arg.strip())
+            except DSLError as e:
+                # a value the command cannot take (:graph 5, :step w of a vector) is shown as
+                # every error is: at the command's argument, with the line and a caret run
+                rest = text[len(name):]
+                col = len(name) + len(rest) - len(rest.lstrip()) + 1 if arg.strip() else 1
+                raise e.with_position(file=self.input_name, line=1, column=col, source_line=text,
+                                      end_column=len(text) + 1 if arg.strip() else len(name) + 1)
             finally:
                 SOURCE_POS.reset(token)
 
