@@ -22,7 +22,7 @@ from autodsl.ops.movement import sum_to
 from autodsl.ops.registry import install, to_op
 from autodsl.backend import DType
 from autodsl.core.tensor import Tensor
-from autodsl.errors import DeviceError, TypeError_
+from autodsl.errors import DeviceError, ShapeError, TypeError_
 from autodsl.core.words import shown
 from autodsl.source import python_frames
 
@@ -46,6 +46,15 @@ def _T(self):
 
 def _mT(self):
     return M.transpose(self, -1, -2)
+
+
+def _t(self):
+    """``x.t()``, as torch's: a matrix's transpose (a view), a tensor of 0 or 1 dims as it is.
+    Raises ShapeError for more than 2 dims (``transpose(dim0, dim1)`` or ``.mT`` says which)."""
+    if self.ndim > 2:
+        raise ShapeError(f"t() transposes a tensor of at most 2 dims, not {self.ndim}; use "
+                         ".transpose(dim0, dim1), or .mT for the last two")
+    return M.transpose(self, 0, 1) if self.ndim == 2 else self
 
 
 _DTYPE_NAMES = ("float32", "float64", "int32", "int64", "bool")
@@ -111,7 +120,7 @@ _methods = {
     "sum": R.sum, "mean": R.mean, "prod": R.prod, "max": R.max, "min": R.min, "amax": R.amax,
     "amin": R.amin, "norm": R.norm, "var": R.var, "std": R.std, "logsumexp": R.logsumexp,
     "softmax": R.softmax, "log_softmax": R.log_softmax,
-    "reshape": M.reshape, "view": M.view, "transpose": M.transpose, "permute": M.permute,
+    "reshape": M.reshape, "view": M.view, "transpose": M.transpose, "t": _t, "permute": M.permute,
     "unsqueeze": M.unsqueeze, "squeeze": M.squeeze, "expand": M.expand, "flatten": M.flatten,
     "any": C.any, "all": C.all, "logical_not": C.logical_not,
     "lt": C.lt, "le": C.le, "gt": C.gt, "ge": C.ge, "eq": C.eq, "ne": C.ne,
